@@ -1,0 +1,106 @@
+/**
+ * The one typed client of the gpudojo server API: REST through
+ * ServerConnection.makeRequest (which adds the XSRF token) and the telemetry
+ * websocket through the server settings' wsUrl, token and WebSocket.
+ */
+
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+import { GpudojoApiError, errorFromResponse } from './errors';
+import { TelemetryStream, TelemetryStreamOptions } from './telemetry';
+import type { DevicesResponse } from './types';
+
+export { GpudojoApiError } from './errors';
+export type { ConnectionState, ConnectionStatus } from './telemetry';
+
+/** Path of the API below the server's base URL. */
+export const API_PATH = 'gpudojo/api';
+
+/**
+ * Call `{baseUrl}gpudojo/api/{endPoint}` and return the parsed JSON body.
+ *
+ * Throws GpudojoApiError carrying the server's message on a 4xx/5xx answer or
+ * when the server cannot be reached.
+ */
+export async function requestAPI<T>(
+  endPoint: string,
+  init: RequestInit = {},
+  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+): Promise<T> {
+  const url = URLExt.join(settings.baseUrl, API_PATH, endPoint);
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(url, init, settings);
+  } catch (error) {
+    throw new GpudojoApiError(
+      `Cannot reach the Jupyter server: ${(error as Error).message ?? error}`,
+      'network_error',
+      0
+    );
+  }
+  const text = await response.text();
+  if (!response.ok) {
+    throw errorFromResponse(response.status, response.statusText, text);
+  }
+  if (!text) {
+    return undefined as unknown as T;
+  }
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new GpudojoApiError(
+      `The gpudojo server sent a response that is not JSON (${endPoint})`,
+      'bad_response',
+      response.status,
+      text.slice(0, 500)
+    );
+  }
+}
+
+/** Typed calls of the gpudojo API. */
+export class GpudojoClient {
+  constructor(settings: ServerConnection.ISettings = ServerConnection.makeSettings()) {
+    this.serverSettings = settings;
+  }
+
+  readonly serverSettings: ServerConnection.ISettings;
+
+  /** GET gpu/devices: facts and a current reading of every GPU and of the host. */
+  getDevices(): Promise<DevicesResponse> {
+    return requestAPI<DevicesResponse>('gpu/devices', { method: 'GET' }, this.serverSettings);
+  }
+
+  /** A telemetry stream (not yet connected) asking for `rateHz` samples per second. */
+  openTelemetry(rateHz: number): TelemetrySocket {
+    return new TelemetrySocket({ settings: this.serverSettings, rateHz });
+  }
+}
+
+/** The URL of the telemetry socket for a requested rate (Hz), with the token when there is one. */
+export function telemetryUrl(settings: ServerConnection.ISettings, hz: number): string {
+  const base = URLExt.join(settings.wsUrl, API_PATH, 'gpu/telemetry');
+  const params = [`hz=${encodeURIComponent(String(hz))}`];
+  if (settings.token) {
+    params.push(`token=${encodeURIComponent(settings.token)}`);
+  }
+  return `${base}?${params.join('&')}`;
+}
+
+export interface TelemetrySocketOptions
+  extends Omit<TelemetryStreamOptions, 'createSocket'> {
+  settings?: ServerConnection.ISettings;
+}
+
+/**
+ * The telemetry websocket of this server: reconnects with backoff
+ * (0.5 s doubling to 10 s, reset on open) and reports its state via statusChanged.
+ */
+export class TelemetrySocket extends TelemetryStream {
+  constructor(options: TelemetrySocketOptions = {}) {
+    const settings = options.settings ?? ServerConnection.makeSettings();
+    super({
+      ...options,
+      createSocket: hz => new settings.WebSocket(telemetryUrl(settings, hz))
+    });
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * gpudojo's JupyterLab plugins: the sidebar (which features add sections to)
+ * and the GPU feature (sidebar section, monitor, commands, settings).
+ */
+
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import {
+  ICommandPalette,
+  IThemeManager,
+  MainAreaWidget,
+  WidgetTracker
+} from '@jupyterlab/apputils';
+import { ILauncher } from '@jupyterlab/launcher';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { GpudojoClient } from './api/client';
+import { CommandIds } from './gpu/commands';
+import { DevicesModel } from './gpu/devicesModel';
+import { GpuMonitor, MonitorSettings, createMonitorWidget } from './gpu/monitor';
+import { GpuSection } from './gpu/section';
+import { gpudojoIcon } from './icons';
+import { GpudojoSidebar, IGpudojoSidebar } from './sidebar/panel';
+
+export { IGpudojoSidebar } from './sidebar/panel';
+export { CommandIds } from './gpu/commands';
+
+const PALETTE_CATEGORY = 'gpudojo';
+
+/** Rank of the GPU section in the sidebar (the Course section goes above it). */
+const GPU_SECTION_RANK = 500;
+
+/** The left sidebar panel that holds gpudojo's sections. */
+const sidebarPlugin: JupyterFrontEndPlugin<IGpudojoSidebar> = {
+  id: 'gpudojo:sidebar',
+  description: 'The gpudojo panel in the left sidebar.',
+  autoStart: true,
+  provides: IGpudojoSidebar,
+  optional: [ILayoutRestorer],
+  activate: (app: JupyterFrontEnd, restorer: ILayoutRestorer | null) => {
+    const sidebar = new GpudojoSidebar();
+    app.shell.add(sidebar, 'left', { rank: 800 });
+    if (restorer) {
+      restorer.add(sidebar, 'gpudojo-sidebar');
+    }
+    return sidebar;
+  }
+};
+
+/** Read the plugin's settings, with the schema's defaults as fallback. */
+function readSettings(settings: ISettingRegistry.ISettings | null): MonitorSettings {
+  const rateHz = settings?.get('rateHz').composite;
+  const windowSeconds = settings?.get('windowSeconds').composite;
+  return {
+    rateHz: typeof rateHz === 'number' && rateHz > 0 ? rateHz : 4,
+    windowSeconds:
+      typeof windowSeconds === 'number' && windowSeconds > 0 ? windowSeconds : 120
+  };
+}
+
+/** GPU section, GPU monitor, their commands and settings. */
+const gpuPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'gpudojo:plugin',
+  description: 'GPU devices in the sidebar and a live GPU monitor.',
+  autoStart: true,
+  requires: [IGpudojoSidebar],
+  optional: [ICommandPalette, ISettingRegistry, ILayoutRestorer, ILauncher, IThemeManager],
+  activate: (
+    app: JupyterFrontEnd,
+    sidebar: IGpudojoSidebar,
+    palette: ICommandPalette | null,
+    settingRegistry: ISettingRegistry | null,
+    restorer: ILayoutRestorer | null,
+    launcher: ILauncher | null,
+    themeManager: IThemeManager | null
+  ) => {
+    const client = new GpudojoClient(app.serviceManager.serverSettings);
+    const devices = new DevicesModel(client);
+    const section = new GpuSection({ model: devices, commands: app.commands });
+    sidebar.addSection(section, { rank: GPU_SECTION_RANK });
+
+    let current: MonitorSettings = readSettings(null);
+    let monitor: MainAreaWidget<GpuMonitor> | null = null;
+    const tracker = new WidgetTracker<MainAreaWidget<GpuMonitor>>({
+      namespace: 'gpudojo-gpu-monitor'
+    });
+
+    if (settingRegistry) {
+      settingRegistry
+        .load(gpuPlugin.id)
+        .then(settings => {
+          const apply = () => {
+            current = readSettings(settings);
+            monitor?.content.applySettings(current);
+          };
+          apply();
+          settings.changed.connect(apply);
+        })
+        .catch(reason => {
+          console.warn('gpudojo: settings could not be loaded, using defaults.', reason);
+        });
+    }
+
+    app.commands.addCommand(CommandIds.openMonitor, {
+      label: 'Open GPU Monitor',
+      caption: 'Live charts of GPU and host telemetry',
+      icon: args => (args['isPalette'] ? undefined : gpudojoIcon),
+      execute: () => {
+        if (!monitor || monitor.isDisposed) {
+          monitor = createMonitorWidget({ client, settings: current });
+          monitor.disposed.connect(() => {
+            monitor = null;
+          });
+        }
+        if (!tracker.has(monitor)) {
+          void tracker.add(monitor);
+        }
+        if (!monitor.isAttached) {
+          app.shell.add(monitor, 'main');
+        }
+        app.shell.activateById(monitor.id);
+        return monitor;
+      }
+    });
+
+    app.commands.addCommand(CommandIds.refreshGpus, {
+      label: 'Refresh GPUs',
+      caption: 'Probe the GPUs and host again',
+      execute: () => devices.refresh()
+    });
+
+    if (palette) {
+      palette.addItem({ command: CommandIds.openMonitor, category: PALETTE_CATEGORY });
+      palette.addItem({ command: CommandIds.refreshGpus, category: PALETTE_CATEGORY });
+    }
+    if (launcher) {
+      launcher.add({ command: CommandIds.openMonitor, category: 'gpudojo', rank: 10 });
+    }
+    if (themeManager) {
+      themeManager.themeChanged.connect(() => {
+        // Let the new theme's stylesheet apply before reading its colours.
+        requestAnimationFrame(() => monitor?.content.refreshTheme());
+      });
+    }
+    if (restorer) {
+      // Reopen the monitor after a reload when it was open.
+      void restorer.restore(tracker, {
+        command: CommandIds.openMonitor,
+        name: () => 'gpu-monitor'
+      });
+    }
+  }
+};
+
+export default [sidebarPlugin, gpuPlugin];

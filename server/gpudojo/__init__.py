@@ -1,0 +1,17 @@
+"""gpudojo: a JupyterLab workbench and course for GPU computing and distributed training."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    return [{"src": "labextension", "dest": "gpudojo"}]
+
+
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    from .app import GPUDojo
+
+    return [{"module": "gpudojo", "app": GPUDojo}]

@@ -1,0 +1,1 @@
+"""Tornado handlers: validation and mapping only; the services do the work."""

@@ -1,0 +1,66 @@
+"""What every gpudojo handler shares: JSON errors, the services, auth resource names."""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from tornado import web
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..services import Services
+
+# The resource name that jupyter_server's Authorizer sees for every gpudojo route.
+AUTH_RESOURCE = "gpudojo"
+
+
+class ApiError(web.HTTPError):
+    """An error the client can act on: a status, a short code and words for a person."""
+
+    def __init__(self, status: int, code: str, message: str, detail: Any = None) -> None:
+        super().__init__(status, reason=HTTPStatus(status).phrase)
+        self.code = code
+        self.message = message
+        self.detail = detail
+
+
+def error_body(status: int, code: str, message: str, detail: Any = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "detail": detail}}
+
+
+class GPUDojoHandler(ExtensionHandlerMixin, APIHandler):
+    """Base of the REST handlers: JSON in and out, errors as {error: {code, message, detail}}."""
+
+    auth_resource = AUTH_RESOURCE
+
+    @property
+    def services(self) -> Services:
+        return self.settings["gpudojo"]
+
+    def write_model(self, model: BaseModel) -> None:
+        self.set_header("Content-Type", "application/json")
+        self.finish(model.model_dump_json())
+
+    def write_json_text(self, text: str) -> None:
+        self.set_header("Content-Type", "application/json")
+        self.finish(text)
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        # Never a traceback: a code the client can switch on and words for a person.
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, ApiError):
+            body = error_body(status_code, exc.code, exc.message, exc.detail)
+        elif isinstance(exc, web.HTTPError):
+            phrase = HTTPStatus(status_code).phrase if status_code in HTTPStatus._value2member_map_ else "Error"
+            body = error_body(status_code, phrase.lower().replace(" ", "_"), exc.log_message or phrase)
+        else:
+            body = error_body(
+                status_code, "internal_error", "gpudojo hit an unexpected error; the server log has the details."
+            )
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(body))

@@ -1,0 +1,126 @@
+"""GET gpu/devices and the gpu/telemetry websocket."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from jupyter_core.utils import ensure_async
+from jupyter_server.auth.decorator import authorized, ws_authenticated
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from tornado import web, websocket
+
+from .base import AUTH_RESOURCE, GPUDojoHandler
+
+if TYPE_CHECKING:
+    from ..gpu.telemetry import Subscription
+    from ..services import Services
+
+
+class DevicesHandler(GPUDojoHandler):
+    api_doc = {
+        "get": {
+            "summary": "Static facts and a current reading of every GPU and of the host",
+            "response": "DevicesResponse",
+        }
+    }
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.write_json_text(await self.services.devices_json())
+
+
+class TelemetryHandler(WebSocketMixin, websocket.WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):
+    """Streams telemetry: a history message, then readings at the subscriber's rate."""
+
+    auth_resource = AUTH_RESOURCE
+    api_doc = {
+        "get": {
+            "summary": "Websocket: {type: history} then {type: sample} readings; send {type: pause|resume|rate}",
+            "websocket": True,
+            "query": {"hz": "Requested rate in Hz, clamped by the server"},
+            "messages_out": ["TelemetryHistory", "TelemetrySample"],
+            "messages_in": ["TelemetryControl"],
+        }
+    }
+    _sub: Subscription | None = None
+
+    @property
+    def services(self) -> Services:
+        return self.settings["gpudojo"]
+
+    async def pre_get(self) -> None:
+        # Refuse the upgrade itself (403) rather than closing an accepted socket later.
+        user = self.current_user
+        allowed = await ensure_async(self.authorizer.is_authorized(self, user, "read", AUTH_RESOURCE))
+        if not allowed:
+            raise web.HTTPError(403)
+
+    @ws_authenticated
+    async def get(self, *args: Any, **kwargs: Any) -> None:
+        await self.pre_get()
+        await super().get(*args, **kwargs)
+
+    async def open(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        super().open(*args, **kwargs)
+        sampler = self.services.sampler
+        hz = self._requested_hz()
+        mode = await self.services.in_gpu_thread(lambda: self.services.probe.mode)
+        history = {
+            "type": "history",
+            "rate_hz": sampler.clamp(hz),
+            "max_hz": sampler.max_hz,
+            "mode": mode,
+            "samples": sampler.history(),
+        }
+        self.write_message(json.dumps(history, separators=(",", ":")))
+        self._sub = sampler.subscribe(self._send, hz)
+
+    def _requested_hz(self) -> float | None:
+        raw = self.get_query_argument("hz", None)
+        try:
+            return float(raw) if raw is not None else None
+        except ValueError:
+            return None
+
+    def _send(self, text: str) -> None:
+        self.write_message(text)
+
+    def on_message(self, message: str | bytes) -> None:
+        if self._sub is None:
+            return
+        if len(message) > self.services.settings.max_body_bytes:
+            self._error("too_large", "Control message is larger than the server accepts.")
+            return
+        from pydantic import ValidationError
+
+        from ..gpu.models import TelemetryControl
+
+        try:
+            control = TelemetryControl.model_validate_json(message)
+        except ValidationError as err:
+            self._error("invalid_message", "Send {type: pause|resume|rate, hz?}.", err.errors(include_url=False))
+            return
+        if control.type == "pause":
+            self._sub.pause()
+        elif control.type == "resume":
+            self._sub.resume()
+        elif control.hz is None:
+            self._error("invalid_message", "A rate message needs hz (Hz).")
+            return
+        else:
+            self._sub.set_rate(control.hz)
+        self.write_message(json.dumps({"type": "state", "paused": self._sub.paused, "rate_hz": self._sub.hz}))
+
+    def _error(self, code: str, message: str, detail: Any = None) -> None:
+        self.write_message(
+            json.dumps({"type": "error", "error": {"code": code, "message": message, "detail": detail}}, default=str)
+        )
+
+    def on_close(self) -> None:
+        if self._sub is not None:
+            self._sub.close()
+            self._sub = None

@@ -1,0 +1,77 @@
+"""The gpudojo server extension: configuration, services and routes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from jupyter_core.paths import jupyter_data_dir
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Float, Integer, Unicode, default
+
+from .services import Services, Settings
+
+
+class GPUDojo(ExtensionApp):
+    """gpudojo: GPU probing, telemetry and (in later releases) kernels, runs and memory."""
+
+    name = "gpudojo"
+    load_other_extensions = True
+
+    data_dir = Unicode(
+        help="Where gpudojo keeps its database and run folders (default: <jupyter data dir>/gpudojo)."
+    ).tag(config=True)
+
+    gpu_replay_file = Unicode(
+        "",
+        help=(
+            "Replay a GPU recording (from `gpudojo probe --record FILE`) instead of reading live NVML. "
+            "Empty (the default) means live NVML."
+        ),
+    ).tag(config=True)
+
+    telemetry_default_hz = Float(4.0, help="Telemetry rate (Hz) for subscribers that ask for none.").tag(config=True)
+    telemetry_max_hz = Float(20.0, help="Highest telemetry rate (Hz) any subscriber gets.").tag(config=True)
+    telemetry_history_s = Float(120.0, help="Seconds of recent telemetry sent to each new subscriber.").tag(config=True)
+    gpu_retry_s = Float(30.0, help="After NVML failed to start, seconds before it is tried again.").tag(config=True)
+    max_concurrent_runs = Integer(2, help="Runs (labs, torchrun jobs) allowed at once; more wait queued.").tag(
+        config=True
+    )
+    run_timeout_s = Float(3600.0, help="A run still going after this many seconds is stopped.").tag(config=True)
+    max_body_bytes = Integer(1 << 20, help="Largest request body or websocket message gpudojo accepts (bytes).").tag(
+        config=True
+    )
+
+    @default("data_dir")
+    def _default_data_dir(self) -> str:
+        return str(Path(jupyter_data_dir()) / "gpudojo")
+
+    def initialize_settings(self) -> None:
+        os.makedirs(self.data_dir, exist_ok=True)
+        if self.telemetry_max_hz <= 0:
+            self.log.warning("gpudojo: telemetry_max_hz must be > 0; using 20 Hz")
+            self.telemetry_max_hz = 20.0
+        self.settings["gpudojo"] = Services(
+            Settings(
+                gpu_replay_file=self.gpu_replay_file,
+                gpu_retry_s=self.gpu_retry_s,
+                telemetry_default_hz=self.telemetry_default_hz,
+                telemetry_max_hz=self.telemetry_max_hz,
+                telemetry_history_s=self.telemetry_history_s,
+                max_body_bytes=self.max_body_bytes,
+                max_concurrent_runs=self.max_concurrent_runs,
+                run_timeout_s=self.run_timeout_s,
+            )
+        )
+        source = f"replaying {self.gpu_replay_file}" if self.gpu_replay_file else "live NVML"
+        self.log.info("gpudojo: GPU probe uses %s; data in %s", source, self.data_dir)
+
+    def initialize_handlers(self) -> None:
+        from .api.routes import url_patterns
+
+        self.handlers.extend(url_patterns())
+
+    async def stop_extension(self) -> None:
+        services: Services | None = self.settings.get("gpudojo")
+        if services is not None:
+            await services.close()

@@ -1,0 +1,135 @@
+"""The `gpudojo` command: the same services as the server, no server needed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+from . import __version__
+from .gpu.models import DevicesResponse
+from .gpu.probe import GpuProbe, make_backend
+from .gpu.replay import record
+from .paths import material_root
+
+GIB = 1024**3
+
+
+def _fmt(value: object, unit: str = "", scale: float = 1.0, digits: int = 0) -> str:
+    if value is None:
+        return "n/a"
+    return f"{float(value) / scale:.{digits}f}{unit}"  # type: ignore[arg-type]
+
+
+def format_devices(d: DevicesResponse) -> str:
+    """The probe as a readable table (what `gpudojo probe` prints)."""
+    lines: list[str] = []
+    h, hs = d.host, d.host_sample
+    if not d.available:
+        lines.append(f"No usable GPU: {d.reason}")
+    else:
+        source = "replayed recording" if d.source == "replay" else "live NVML"
+        lines.append(
+            f"{len(d.gpus)} GPU(s), driver {d.driver_version or 'n/a'}, "
+            f"CUDA {d.cuda_driver_version or 'n/a'} ({source})"
+        )
+        header = f"{'#':>2}  {'name':<28} {'CC':>4} {'memory used/total':>18} {'util':>5} {'temp':>5} "
+        header += f"{'power/limit':>12} {'PCIe':>6} {'MIG':>9} {'NVLink':>7} {'procs':>5}"
+        lines.append(header)
+        for g in d.gpus:
+            s = g.sample
+            mem = f"{_fmt(s and s.memory_used_bytes, '', GIB, 1)}/{_fmt(g.memory_total_bytes, ' GiB', GIB, 1)}"
+            power = f"{_fmt(s and s.power_w)}/{_fmt(g.power_limit_w, ' W')}"
+            pcie = f"{s.pcie_generation}x{s.pcie_width}" if s and s.pcie_generation and s.pcie_width else "n/a"
+            mig = g.mig.current if not g.mig.instances else f"{len(g.mig.instances)} inst"
+            links = f"{sum(link.active for link in g.nvlinks)}/{len(g.nvlinks)}" if g.nvlinks else "none"
+            lines.append(
+                f"{g.index:>2}  {g.name[:28]:<28} {g.compute_capability or 'n/a':>4} {mem:>18} "
+                f"{_fmt(s and s.utilization_gpu_pct, '%'):>5} {_fmt(s and s.temperature_c, 'C'):>5} "
+                f"{power:>12} {pcie:>6} {mig:>9} {links:>7} {len(s.processes) if s else 0:>5}"
+            )
+            unsupported = sorted(set(g.unsupported) | set(s.unsupported if s else []))
+            if unsupported:
+                lines.append(f"    not supported on this GPU: {', '.join(unsupported)}")
+        if d.topology and len(d.topology.gpus) > 1:
+            lines.append("Topology (as nvidia-smi topo -m):")
+            lines.append("      " + " ".join(f"{'GPU' + str(i):>5}" for i in d.topology.gpus))
+            for i, row in zip(d.topology.gpus, d.topology.matrix, strict=False):
+                lines.append(f"{'GPU' + str(i):<6}" + " ".join(f"{c:>5}" for c in row))
+    lines.append(
+        f"Host: {h.cpu_model}, {h.cores_logical} logical cores, {_fmt(h.memory_total_bytes, ' GiB', GIB, 1)} memory "
+        f"({hs.cpu_pct:.0f}% CPU, {_fmt(hs.memory_used_bytes, ' GiB', GIB, 1)} used)"
+    )
+    return "\n".join(lines)
+
+
+def _probe(args: argparse.Namespace) -> int:
+    probe = GpuProbe(make_backend(args.replay))
+    try:
+        if args.record:
+            inv = probe.inventory()
+            if not inv.available:
+                print(f"gpudojo probe: nothing to record: {inv.reason}", file=sys.stderr)
+                return 2
+            with open(args.record, "w") as out:
+                n = record(probe.inventory, probe.gpu_samples, out, rate_hz=args.rate, count=args.count)
+            print(f"Recorded {len(inv.gpus)} GPU(s), {n} samples at {args.rate:g} Hz to {args.record}")
+            return 0
+        while True:
+            d = probe.devices()
+            if args.json:
+                print(d.model_dump_json(indent=None if args.watch else 2), flush=True)
+            else:
+                if args.watch:
+                    print("\033[2J\033[H", end="")
+                print(format_devices(d), flush=True)
+            if not args.watch:
+                break
+            time.sleep(args.interval)
+        if not d.available:
+            print(f"gpudojo probe: {d.reason}", file=sys.stderr)
+            return 2
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        probe.close()
+
+
+def _paths(_: argparse.Namespace) -> int:
+    for name in ("content", "labs"):
+        print(f"{name}: {material_root(name)}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpudojo", description="GPU workbench and course tools.")
+    parser.add_argument("--version", action="version", version=f"gpudojo {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("probe", help="Show GPUs and the host; exit 0 with GPUs, 2 without.")
+    p.add_argument("--json", action="store_true", help="Print the devices document as JSON.")
+    p.add_argument("--watch", action="store_true", help="Print again every --interval seconds.")
+    p.add_argument("--interval", type=float, default=1.0, help="Seconds between prints with --watch.")
+    p.add_argument("--record", metavar="FILE", help="Write an NVML recording (JSON lines) to FILE.")
+    p.add_argument("--count", type=int, default=60, help="Samples to record (default 60).")
+    p.add_argument("--rate", type=float, default=4.0, help="Recording rate in Hz (default 4).")
+    p.add_argument("--replay", metavar="FILE", help="Read a recording instead of live NVML.")
+    p.set_defaults(func=_probe)
+
+    p = sub.add_parser("paths", help="Where the course content and labs are read from.")
+    p.set_defaults(func=_paths)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "rate", 1.0) <= 0 or getattr(args, "count", 1) <= 0:
+        print("gpudojo: --rate and --count must be positive", file=sys.stderr)
+        return 2
+    return int(args.func(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

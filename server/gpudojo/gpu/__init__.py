@@ -1,0 +1,1 @@
+"""GPU probing and telemetry: NVML or a replayed recording, plus host facts."""

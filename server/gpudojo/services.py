@@ -1,0 +1,85 @@
+"""The services one server holds, shared by every handler.
+
+Nothing heavy is imported or started when the server starts: the probe, pydantic models
+and the sampler are built on first use, so the extension adds little to server start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from .gpu.probe import GpuProbe
+    from .gpu.telemetry import TelemetrySampler
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the services are built from (units in the names)."""
+
+    gpu_replay_file: str = ""
+    gpu_retry_s: float = 30.0
+    telemetry_default_hz: float = 4.0
+    telemetry_max_hz: float = 20.0
+    telemetry_history_s: float = 120.0
+    max_body_bytes: int = 1 << 20
+    max_concurrent_runs: int = 2
+    run_timeout_s: float = 3600.0
+    devices_max_age_s: float = 0.25
+
+
+class Services:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        # One thread owns NVML: calls are serialised and never run on the event loop.
+        self.gpu_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpudojo-gpu")
+        self._devices_cache: tuple[float, str] | None = None
+
+    @cached_property
+    def probe(self) -> GpuProbe:
+        from .gpu.probe import GpuProbe, make_backend
+
+        backend = make_backend(self.settings.gpu_replay_file or None)
+        return GpuProbe(backend, retry_after_s=self.settings.gpu_retry_s)
+
+    @cached_property
+    def sampler(self) -> TelemetrySampler:
+        from .gpu.telemetry import TelemetrySampler
+
+        s = self.settings
+        return TelemetrySampler(
+            self.probe.telemetry_sample,
+            self.gpu_executor,
+            default_hz=s.telemetry_default_hz,
+            max_hz=s.telemetry_max_hz,
+            history_s=s.telemetry_history_s,
+        )
+
+    async def in_gpu_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.gpu_executor, fn, *args)
+
+    async def devices_json(self) -> str:
+        """The devices document as JSON; readings at most devices_max_age_s (s) old are reused."""
+        now = time.monotonic()
+        cached = self._devices_cache
+        if cached is not None and now - cached[0] < self.settings.devices_max_age_s:
+            return cached[1]
+        probe = self.probe
+        text = await self.in_gpu_thread(lambda: probe.devices().model_dump_json())
+        self._devices_cache = (time.monotonic(), text)
+        return text
+
+    async def close(self) -> None:
+        if "sampler" in self.__dict__:
+            await self.sampler.stop()
+        if "probe" in self.__dict__:
+            await self.in_gpu_thread(self.probe.close)
+        self.gpu_executor.shutdown(wait=False)

@@ -1,0 +1,54 @@
+import { Page, expect } from '@playwright/test';
+import * as fs from 'fs';
+import * as path from 'path';
+
+export const TOKEN = 'gpudojo-ui-test';
+export const ARTIFACTS = path.resolve(__dirname, 'artifacts');
+
+/** Open JupyterLab on an empty workspace (nothing restored from a previous test). */
+export async function openLab(page: Page): Promise<void> {
+  await page.goto(`/lab?reset&token=${TOKEN}`);
+  await expect(page.locator('#jp-main-dock-panel')).toBeVisible({ timeout: 60_000 });
+}
+
+/** Click the gpudojo icon in the left sidebar and return the panel. */
+export async function openSidebar(page: Page) {
+  const tab = page.locator('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="gpudojo-sidebar"]');
+  await expect(tab).toBeVisible();
+  const panel = page.locator('#gpudojo-sidebar');
+  if (!(await panel.isVisible())) {
+    await tab.click();
+  }
+  await expect(panel).toBeVisible();
+  return panel;
+}
+
+/** Number of samples the monitor has charted so far. */
+export async function chartedSamples(page: Page): Promise<number> {
+  const value = await page.locator('#gpudojo-gpu-monitor .gpudojo-monitor').getAttribute('data-samples');
+  return Number(value ?? '0');
+}
+
+export async function keepScreenshot(page: Page, name: string): Promise<void> {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, name) });
+}
+
+/** Run a command the way a person does: the command palette, by its label. */
+export async function runFromPalette(page: Page, label: string): Promise<void> {
+  const input = page.locator('.lm-CommandPalette-input:visible');
+  await expect(async () => {
+    await page.locator('#jp-main-dock-panel').click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press('Control+Shift+C');
+    await expect(input).toBeVisible({ timeout: 2_000 });
+  }).toPass({ timeout: 20_000 });
+  await input.fill(label);
+  await page.locator('.lm-CommandPalette-item:visible', { hasText: label }).first().click();
+}
+
+/** Settings > Theme > name, as a person picks a theme. */
+export async function chooseTheme(page: Page, name: string): Promise<void> {
+  await page.locator('.lm-MenuBar-itemLabel', { hasText: /^Settings$/ }).click();
+  await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).hover();
+  await page.locator('.lm-Menu-itemLabel', { hasText: new RegExp(`^${name}$`) }).click();
+}

@@ -1,0 +1,62 @@
+import { defineConfig } from '@playwright/test';
+import * as path from 'path';
+
+const repo = path.resolve(__dirname, '..', '..');
+export const TOKEN = 'gpudojo-ui-test';
+
+/** One JupyterLab per scenario: a replayed 2-GPU node, and this machine as it is. */
+const servers = {
+  replay: { port: 18891, args: `--GPUDojo.gpu_replay_file=${repo}/tests/data/gpu/2gpu-h100-nvlink.jsonl` },
+  live: { port: 18892, args: '' }
+};
+
+export default defineConfig({
+  testDir: '.',
+  outputDir: path.join(repo, 'test-results', 'ui'),
+  timeout: 90_000,
+  expect: { timeout: 20_000 },
+  retries: process.env.CI ? 1 : 0,
+  workers: 1,
+  reporter: [['list']],
+  use: {
+    video: 'off',
+    actionTimeout: 15_000,
+    trace: 'off',
+    screenshot: 'only-on-failure',
+    viewport: { width: 1400, height: 900 },
+    launchOptions: {
+      executablePath: '/usr/bin/chromium',
+      args: [
+        '--no-sandbox',
+        '--headless=new',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync'
+      ]
+    }
+  },
+  projects: [
+    {
+      name: 'replay-2gpu',
+      testMatch: /gpu-replay\.spec\.ts/,
+      use: { baseURL: `http://127.0.0.1:${servers.replay.port}` }
+    },
+    {
+      name: 'no-gpu',
+      testMatch: /gpu-none\.spec\.ts/,
+      use: { baseURL: `http://127.0.0.1:${servers.live.port}` }
+    }
+  ],
+  webServer: Object.values(servers).map(s => ({
+    command: `bash tests/ui/start-lab.sh ${s.port} ${s.args}`,
+    cwd: repo,
+    url: `http://127.0.0.1:${s.port}/api/status?token=${TOKEN}`,
+    timeout: 120_000,
+    reuseExistingServer: false,
+    stdout: 'ignore' as const,
+    stderr: 'ignore' as const
+  }))
+});
