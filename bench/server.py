@@ -41,8 +41,14 @@ def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 60.0) -> floa
 
 
 @contextmanager
-def jupyter_server(*, replay: str | None = None, gpudojo: bool = True, extra: list[str] | None = None):
-    """Yield (proc, port) of a running server; stopped on exit."""
+def jupyter_server(
+    *,
+    replay: str | None = None,
+    gpudojo: bool = True,
+    extra: list[str] | None = None,
+    python: str = sys.executable,
+):
+    """Yield (proc, port) of a running server (of ``python``'s environment); stopped on exit."""
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "config"
         cfg.mkdir()
