@@ -89,6 +89,7 @@ def main() -> None:
             replay=replay,
             gpudojo=not anchor,
             python=anchor_python() if anchor else sys.executable,
+            other_extensions={"jupyterlab_nvdashboard": True} if anchor else None,
         )
         with server as (proc, port):
             base = asyncio.run(idle(proc.pid, 5.0))

@@ -47,18 +47,19 @@ def jupyter_server(
     gpudojo: bool = True,
     extra: list[str] | None = None,
     python: str = sys.executable,
+    other_extensions: dict[str, bool] | None = None,
 ):
     """Yield (proc, port) of a running server (of ``python``'s environment); stopped on exit."""
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "config"
         cfg.mkdir()
         (cfg / "jupyter_server_config.json").write_text(
-            json.dumps({"ServerApp": {"jpserver_extensions": {"gpudojo": gpudojo}}})
+            json.dumps({"ServerApp": {"jpserver_extensions": {"gpudojo": gpudojo, **(other_extensions or {})}}})
         )
         env = {**os.environ, "JUPYTER_CONFIG_DIR": str(cfg), "JUPYTER_DATA_DIR": str(Path(tmp) / "data")}
         port = free_port()
         argv = [
-            sys.executable,
+            python,
             "-m",
             "jupyter_server",
             "--no-browser",
