@@ -1,6 +1,7 @@
 /**
- * gpudojo's JupyterLab plugins: the sidebar (which features add sections to)
- * and the GPU feature (sidebar section, monitor, commands, settings).
+ * gpudojo's JupyterLab plugins: the sidebar (which features add sections to),
+ * the course (sidebar section, lesson views) and the GPU feature (sidebar
+ * section, monitor, commands, settings).
  */
 
 import {
@@ -17,6 +18,7 @@ import {
 import { ILauncher } from '@jupyterlab/launcher';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { GpudojoClient } from './api/client';
+import { coursePlugin } from './course/plugin';
 import { CommandIds } from './gpu/commands';
 import { DevicesModel } from './gpu/devicesModel';
 import { GpuMonitor, MonitorSettings, createMonitorWidget } from './gpu/monitor';
@@ -26,6 +28,7 @@ import { GpudojoSidebar, IGpudojoSidebar } from './sidebar/panel';
 
 export { IGpudojoSidebar } from './sidebar/panel';
 export { CommandIds } from './gpu/commands';
+export { CourseCommandIds } from './course/commands';
 
 const PALETTE_CATEGORY = 'gpudojo';
 
@@ -154,4 +157,4 @@ const gpuPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [sidebarPlugin, gpuPlugin];
+export default [sidebarPlugin, coursePlugin, gpuPlugin];

@@ -30,6 +30,11 @@ class GPUDojo(ExtensionApp):
         ),
     ).tag(config=True)
 
+    content_dir = Unicode(
+        "", help="Course content folder (lessons, exercises). Empty: the one packaged with gpudojo."
+    ).tag(config=True)
+    labs_dir = Unicode("", help="Labs folder. Empty: the one packaged with gpudojo.").tag(config=True)
+
     telemetry_default_hz = Float(4.0, help="Telemetry rate (Hz) for subscribers that ask for none.").tag(config=True)
     telemetry_max_hz = Float(20.0, help="Highest telemetry rate (Hz) any subscriber gets.").tag(config=True)
     telemetry_history_s = Float(120.0, help="Seconds of recent telemetry sent to each new subscriber.").tag(config=True)
@@ -61,6 +66,10 @@ class GPUDojo(ExtensionApp):
                 max_body_bytes=self.max_body_bytes,
                 max_concurrent_runs=self.max_concurrent_runs,
                 run_timeout_s=self.run_timeout_s,
+                data_dir=self.data_dir,
+                root_dir=self.serverapp.root_dir,
+                content_dir=self.content_dir,
+                labs_dir=self.labs_dir,
             )
         )
         source = f"replaying {self.gpu_replay_file}" if self.gpu_replay_file else "live NVML"

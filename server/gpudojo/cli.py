@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import sys
 import time
 from collections.abc import Sequence
@@ -103,6 +104,38 @@ def _paths(_: argparse.Namespace) -> int:
     return 0
 
 
+def _progress(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from jupyter_core.paths import jupyter_data_dir
+
+    from .course.catalog import CourseCatalog
+    from .course.progress import ProgressStore
+    from .course.service import CourseService
+
+    data_dir = Path(args.data_dir) if args.data_dir else Path(jupyter_data_dir()) / "gpudojo"
+    store = ProgressStore(data_dir / "gpudojo.sqlite3")
+    course = CourseService(CourseCatalog(material_root("content"), material_root("labs")), store, Path.cwd())
+    try:
+        catalog = course.catalog(args.user)
+    finally:
+        store.close()
+    if args.json:
+        print(catalog.model_dump_json(indent=2))
+        return 0
+    marks = {"not_started": " ", "in_progress": "~", "completed": "x"}
+    items = catalog.lessons + catalog.labs + catalog.exercises
+    done = sum(i.progress.status == "completed" for i in items)
+    print(f"Progress of {args.user}: {done} of {len(items)} completed ({data_dir})")
+    for item in items:
+        p = item.progress
+        quiz = f"  quiz {p.quiz_score}/{p.quiz_total}" if p.quiz_total else ""
+        print(f"[{marks[p.status]}] {item.kind:<8} {item.order:>2}. {item.title} ({item.minutes} min){quiz}")
+    for problem in catalog.problems:
+        print(f"problem: {problem.file}: {problem.field or ''} {problem.message}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpudojo", description="GPU workbench and course tools.")
     parser.add_argument("--version", action="version", version=f"gpudojo {__version__}")
@@ -117,6 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, default=4.0, help="Recording rate in Hz (default 4).")
     p.add_argument("--replay", metavar="FILE", help="Read a recording instead of live NVML.")
     p.set_defaults(func=_probe)
+
+    p = sub.add_parser("progress", help="Course progress: what is done, in progress, and quiz scores.")
+    p.add_argument("--user", default=getpass.getuser(), help="Whose progress (default: this account).")
+    p.add_argument("--data-dir", help="gpudojo's data dir (default: <jupyter data dir>/gpudojo).")
+    p.add_argument("--json", action="store_true", help="Print the catalog with progress as JSON.")
+    p.set_defaults(func=_progress)
 
     p = sub.add_parser("paths", help="Where the course content and labs are read from.")
     p.set_defaults(func=_paths)

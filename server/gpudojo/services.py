@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from .course.service import CourseService
     from .gpu.probe import GpuProbe
     from .gpu.telemetry import TelemetrySampler
 
@@ -34,6 +35,10 @@ class Settings:
     max_concurrent_runs: int = 2
     run_timeout_s: float = 3600.0
     devices_max_age_s: float = 0.25
+    data_dir: str = ""
+    root_dir: str = "."
+    content_dir: str = ""
+    labs_dir: str = ""
 
 
 class Services:
@@ -41,6 +46,8 @@ class Services:
         self.settings = settings
         # One thread owns NVML: calls are serialised and never run on the event loop.
         self.gpu_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpudojo-gpu")
+        # File and SQLite work (catalog, lessons, progress) also stays off the event loop.
+        self.io_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="gpudojo-io")
         self._devices_cache: tuple[float, str] | None = None
 
     @cached_property
@@ -63,8 +70,28 @@ class Services:
             history_s=s.telemetry_history_s,
         )
 
+    @cached_property
+    def course(self) -> CourseService:
+        from pathlib import Path
+
+        from .course.catalog import CourseCatalog
+        from .course.progress import ProgressStore
+        from .course.service import CourseService
+        from .paths import material_root
+
+        s = self.settings
+        catalog = CourseCatalog(
+            Path(s.content_dir) if s.content_dir else material_root("content"),
+            Path(s.labs_dir) if s.labs_dir else material_root("labs"),
+        )
+        store = ProgressStore(Path(s.data_dir) / "gpudojo.sqlite3")
+        return CourseService(catalog, store, Path(s.root_dir))
+
     async def in_gpu_thread(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.gpu_executor, fn, *args)
+
+    async def in_io_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.io_executor, fn, *args)
 
     async def devices_json(self) -> str:
         """The devices document as JSON; readings at most devices_max_age_s (s) old are reused."""
@@ -80,6 +107,9 @@ class Services:
     async def close(self) -> None:
         if "sampler" in self.__dict__:
             await self.sampler.stop()
+        if "course" in self.__dict__:
+            await self.in_io_thread(self.course.store.close)
         if "probe" in self.__dict__:
             await self.in_gpu_thread(self.probe.close)
         self.gpu_executor.shutdown(wait=False)
+        self.io_executor.shutdown(wait=False)

@@ -9,6 +9,7 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 from conftest import needs_no_driver
+from gpudojo.api.openapi import openapi_path
 from gpudojo.api.routes import ROUTES
 
 
@@ -82,7 +83,7 @@ async def test_telemetry_controls_rate_pause_and_resume(jp_ws_fetch):
     while True:
         try:
             await asyncio.wait_for(ws.read_message(), 0.05)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             break
     with pytest.raises(asyncio.TimeoutError):
         await asyncio.wait_for(ws.read_message(), 0.4)
@@ -124,7 +125,8 @@ async def test_openapi_document_describes_every_route(jp_fetch):
     r = await jp_fetch("gpudojo", "api", "openapi.json")
     doc = json.loads(r.body)
     assert doc["openapi"].startswith("3.")
-    assert set(doc["paths"]) == {f"/gpudojo/api/{path}" for path, _ in ROUTES}
+    assert set(doc["paths"]) == {f"/gpudojo/api/{openapi_path(path)}" for path, _ in ROUTES}
+    assert "/gpudojo/api/course/lessons/{lesson_id}/quiz" in doc["paths"]
     devices = doc["paths"]["/gpudojo/api/gpu/devices"]["get"]
     assert devices["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("DevicesResponse")
     schemas = doc["components"]["schemas"]
@@ -140,14 +142,24 @@ async def test_errors_are_json_without_traceback(jp_fetch):
     assert "Traceback" not in info.value.response.body.decode()
 
 
-REST_ROUTES = [path for path, handler in ROUTES if not getattr(handler, "api_doc", {}).get("get", {}).get("websocket")]
+def _concrete(pattern: str) -> str:
+    return openapi_path(pattern).replace("{lesson_id}", "gpu-intro")
+
+
+REST_CALLS = [
+    (_concrete(path), verb.upper())
+    for path, handler in ROUTES
+    for verb, doc in getattr(handler, "api_doc", {}).items()
+    if not doc.get("websocket")
+]
 WS_ROUTES = [path for path, handler in ROUTES if getattr(handler, "api_doc", {}).get("get", {}).get("websocket")]
 
 
-@pytest.mark.parametrize("path", REST_ROUTES)
-async def test_rest_routes_refuse_requests_without_credentials(jp_fetch, path):
+@pytest.mark.parametrize(("path", "method"), REST_CALLS)
+async def test_rest_routes_refuse_requests_without_credentials(jp_fetch, path, method):
+    body = "{}" if method == "POST" else None
     with pytest.raises(HTTPClientError) as info:
-        await jp_fetch("gpudojo", "api", *path.split("/"), headers={"Authorization": ""})
+        await jp_fetch("gpudojo", "api", *path.split("/"), method=method, body=body, headers={"Authorization": ""})
     assert info.value.code == 403
     assert json.loads(info.value.response.body)["error"]["code"] == "forbidden"
 

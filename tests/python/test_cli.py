@@ -74,3 +74,23 @@ def test_paths_finds_content_and_labs(capsys):
 
     assert (Path(lines["content"]) / "README.md").is_file()
     assert (Path(lines["labs"]) / "README.md").is_file()
+
+
+def test_progress_lists_the_course_with_status_and_quiz_scores(tmp_path, capsys):
+    from gpudojo.course.models import QuizResult
+    from gpudojo.course.progress import ProgressStore
+    from gpudojo.paths import material_root
+
+    lessons = sorted(p for p in (material_root("content") / "lessons").glob("*.md") if not p.stem.isupper())
+    store = ProgressStore(tmp_path / "gpudojo.sqlite3")
+    first_id = "gpu-intro"
+    store.set_status("ada", "lesson", first_id, "completed")
+    store.record_quiz("ada", first_id, QuizResult(score=4, total=5, results=[]))
+    store.close()
+    assert main(["progress", "--user", "ada", "--data-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"Progress of ada: 1 of {len(lessons)} completed" in out
+    assert "[x] lesson    1. GPU computing for AI" in out and "quiz 4/5" in out
+    assert main(["progress", "--user", "ada", "--data-dir", str(tmp_path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["lessons"][0]["progress"]["status"] == "completed"

@@ -8,7 +8,16 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import { GpudojoApiError, errorFromResponse } from './errors';
 import { TelemetryStream, TelemetryStreamOptions } from './telemetry';
-import type { DevicesResponse } from './types';
+import type {
+  Catalog,
+  CourseKind,
+  DevicesResponse,
+  LessonDoc,
+  NotebookCopy,
+  ProgressEntry,
+  ProgressStatus,
+  QuizResult
+} from './types';
 
 export { GpudojoApiError } from './errors';
 export type { ConnectionState, ConnectionStatus } from './telemetry';
@@ -70,9 +79,52 @@ export class GpudojoClient {
     return requestAPI<DevicesResponse>('gpu/devices', { method: 'GET' }, this.serverSettings);
   }
 
+  /** GET course/catalog: lessons, labs and exercises in order, with this user's progress. */
+  getCatalog(): Promise<Catalog> {
+    return requestAPI<Catalog>('course/catalog', { method: 'GET' }, this.serverSettings);
+  }
+
+  /** GET course/lessons/{id}: the lesson's cells, table of contents, quiz and progress. */
+  getLesson(id: string): Promise<LessonDoc> {
+    return requestAPI<LessonDoc>(
+      `course/lessons/${encodeURIComponent(id)}`,
+      { method: 'GET' },
+      this.serverSettings
+    );
+  }
+
+  /** POST course/lessons/{id}/quiz: grade the chosen choice indexes (0-based) per question id. */
+  submitQuiz(id: string, answers: Record<string, number[]>): Promise<QuizResult> {
+    return this._post<QuizResult>(`course/lessons/${encodeURIComponent(id)}/quiz`, { answers });
+  }
+
+  /** POST course/progress: set this user's status of one item. */
+  setProgress(kind: CourseKind, id: string, status: ProgressStatus): Promise<ProgressEntry> {
+    return this._post<ProgressEntry>('course/progress', { kind, id, status });
+  }
+
+  /** POST course/lessons/{id}/notebook: copy the lesson as a notebook (an earlier copy is kept unless `overwrite`). */
+  createLessonNotebook(id: string, overwrite = false): Promise<NotebookCopy> {
+    return this._post<NotebookCopy>(`course/lessons/${encodeURIComponent(id)}/notebook`, {
+      overwrite
+    });
+  }
+
   /** A telemetry stream (not yet connected) asking for `rateHz` samples per second. */
   openTelemetry(rateHz: number): TelemetrySocket {
     return new TelemetrySocket({ settings: this.serverSettings, rateHz });
+  }
+
+  private _post<T>(endPoint: string, body: unknown): Promise<T> {
+    return requestAPI<T>(
+      endPoint,
+      {
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: { 'Content-Type': 'application/json' }
+      },
+      this.serverSettings
+    );
   }
 }
 

@@ -169,3 +169,136 @@ export type TelemetryMessage =
 export interface ApiErrorBody {
   error: { code: string; message: string; detail?: unknown };
 }
+
+/* Course: mirrors server/gpudojo/course/models.py. */
+
+/** What an item's runnable cells need; a CPU path exists for the other two. */
+export type CourseNeeds = 'cpu' | 'gpu' | 'multi-gpu';
+
+export type CourseKind = 'lesson' | 'lab' | 'exercise';
+
+export type ProgressStatus = 'not_started' | 'in_progress' | 'completed';
+
+/** A manifest that could not be loaded: which file, which field, what is wrong. */
+export interface CourseProblem {
+  file: string;
+  field?: string | null;
+  message: string;
+}
+
+/** This user's progress on one item; times are Unix time (s). */
+export interface ProgressEntry {
+  kind: CourseKind;
+  id: string;
+  status: ProgressStatus;
+  updated_at?: number | null;
+  completed_at?: number | null;
+  quiz_score?: number | null;
+  quiz_total?: number | null;
+}
+
+export interface CatalogItem {
+  kind: CourseKind;
+  id: string;
+  title: string;
+  order: number;
+  minutes: number;
+  needs: CourseNeeds;
+  cpu_path?: string | null;
+  progress: ProgressEntry;
+}
+
+/** GET course/catalog: the course in order, with this user's progress, and what failed to load. */
+export interface Catalog {
+  lessons: CatalogItem[];
+  labs: CatalogItem[];
+  exercises: CatalogItem[];
+  problems: CourseProblem[];
+}
+
+/** The `gpudojo:` block of a lesson's front matter. */
+export interface LessonMeta {
+  id: string;
+  title: string;
+  order: number;
+  minutes: number;
+  needs: CourseNeeds;
+  cpu_path?: string | null;
+  objectives: string[];
+  labs: string[];
+  exercises: string[];
+}
+
+export interface LessonCell {
+  type: 'markdown' | 'code';
+  source: string;
+  needs_gpu: boolean;
+  /** What the cell printed on a real GPU, for machines without one. */
+  expected_output?: string | null;
+  /** The GPU that printed expected_output, e.g. 'NVIDIA H100 80GB HBM3'. */
+  expected_on?: string | null;
+}
+
+export interface TocEntry {
+  /** Heading level, 1-6. */
+  level: number;
+  title: string;
+}
+
+export interface QuizChoicePublic {
+  text: string;
+}
+
+export interface QuizQuestionPublic {
+  id: string;
+  kind: 'single' | 'multiple';
+  prompt: string;
+  choices: QuizChoicePublic[];
+}
+
+export interface RelatedItem {
+  kind: CourseKind;
+  id: string;
+  title: string;
+}
+
+export interface QuestionResult {
+  id: string;
+  correct: boolean;
+  /** Choice indexes, 0-based. */
+  chosen: number[];
+  correct_choices: number[];
+  /** The why of every choice, in choice order. */
+  explanations: string[];
+}
+
+export interface QuizResult {
+  score: number;
+  total: number;
+  results: QuestionResult[];
+}
+
+/** GET course/lessons/{id}: the lesson to render, its quiz (without answers) and progress. */
+export interface LessonDoc {
+  meta: LessonMeta;
+  cells: LessonCell[];
+  toc: TocEntry[];
+  quiz: QuizQuestionPublic[];
+  related: RelatedItem[];
+  next?: RelatedItem | null;
+  progress: ProgressEntry;
+  last_quiz?: QuizResult | null;
+}
+
+/** POST course/lessons/{id}/quiz: chosen choice indexes (0-based) per question id. */
+export interface QuizAnswers {
+  answers: Record<string, number[]>;
+}
+
+/** POST course/lessons/{id}/notebook's answer. */
+export interface NotebookCopy {
+  /** Relative to the server's root_dir. */
+  path: string;
+  /** False when an earlier copy was kept (the learner's edits are never lost). */
+  created: boolean;
+}

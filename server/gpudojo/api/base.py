@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,34 @@ class GPUDojoHandler(ExtensionHandlerMixin, APIHandler):
     @property
     def services(self) -> Services:
         return self.settings["gpudojo"]
+
+    @property
+    def user_name(self) -> str:
+        """Whose progress this is. A plain single-user server gives every browser an anonymous,
+        random user; progress then belongs to the account running the server instead, so it
+        survives new browsers and cleared cookies. Real identity providers (JupyterHub) name users."""
+        # jupyter_server's own token/password providers (jupyter_server.auth.identity) serve one
+        # person; providers from elsewhere (JupyterHub's) carry real user names.
+        if type(self.identity_provider).__module__ == "jupyter_server.auth.identity":
+            return getpass.getuser()
+        user = self.current_user
+        return getattr(user, "username", None) or str(user)
+
+    def parse_body(self, model_name: str) -> Any:
+        """The request body validated as the named model of gpudojo.course.models; 4xx if not."""
+        from pydantic import ValidationError
+
+        from ..course import models
+
+        body = self.request.body or b"{}"
+        if len(body) > self.services.settings.max_body_bytes:
+            raise ApiError(413, "too_large", "The request body is larger than the server accepts.")
+        try:
+            return getattr(models, model_name).model_validate_json(body)
+        except ValidationError as err:
+            detail = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in err.errors(include_url=False)]
+            code = "invalid_json" if any(e["type"] == "json_invalid" for e in err.errors()) else "invalid_request"
+            raise ApiError(400, code, "The request body does not match what this route takes.", detail) from err
 
     def write_model(self, model: BaseModel) -> None:
         self.set_header("Content-Type", "application/json")

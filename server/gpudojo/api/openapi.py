@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -33,10 +34,11 @@ def build_openapi(routes: list[tuple[str, type]], prefix: str) -> dict[str, Any]
     from pydantic import BaseModel
     from pydantic.json_schema import models_json_schema
 
-    from ..gpu import models as model_module
+    from ..course import models as course_models
+    from ..gpu import models as gpu_models
 
     def model(name: str) -> type[BaseModel]:
-        return getattr(model_module, name)
+        return getattr(gpu_models, name, None) or getattr(course_models, name)
 
     models: list[type[BaseModel]] = []
     for _, handler in routes:
@@ -54,7 +56,9 @@ def build_openapi(routes: list[tuple[str, type]], prefix: str) -> dict[str, Any]
         return refs[(model(name), "serialization")]
 
     paths: dict[str, Any] = {}
-    for path, handler in routes:
+    for pattern, handler in routes:
+        path = openapi_path(pattern)
+        params = re.findall(r"{(\w+)}", path)
         for verb, doc in getattr(handler, "api_doc", {}).items():
             op: dict[str, Any] = {
                 "summary": doc["summary"],
@@ -73,6 +77,11 @@ def build_openapi(routes: list[tuple[str, type]], prefix: str) -> dict[str, Any]
             if "request" in doc:
                 op["requestBody"] = {"required": True, "content": _json(ref(doc["request"]))}
                 op["responses"]["400"] = {"description": "Invalid request", "content": _json(ERROR_SCHEMA)}
+            if params:
+                op["parameters"] = [
+                    {"name": p, "in": "path", "required": True, "schema": {"type": "string"}} for p in params
+                ]
+                op["responses"]["404"] = {"description": "No such item", "content": _json(ERROR_SCHEMA)}
             if "query" in doc:
                 op["parameters"] = [
                     {"name": name, "in": "query", "required": False, "description": text, "schema": {"type": "number"}}
@@ -85,6 +94,11 @@ def build_openapi(routes: list[tuple[str, type]], prefix: str) -> dict[str, Any]
         "paths": paths,
         "components": {"schemas": {**schema.get("$defs", {}), "Error": ERROR_SCHEMA}},
     }
+
+
+def openapi_path(pattern: str) -> str:
+    """A route pattern with its named groups written as OpenAPI {parameters}."""
+    return re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", pattern)
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .course import LESSON_ID, CatalogHandler, LessonHandler, NotebookHandler, ProgressHandler, QuizHandler
 from .gpu import DevicesHandler, TelemetryHandler
 from .openapi import OpenAPIHandler
 
@@ -10,6 +11,11 @@ API_PREFIX = "gpudojo/api"
 ROUTES: list[tuple[str, type]] = [
     ("gpu/devices", DevicesHandler),
     ("gpu/telemetry", TelemetryHandler),
+    ("course/catalog", CatalogHandler),
+    (f"course/lessons/{LESSON_ID}", LessonHandler),
+    (f"course/lessons/{LESSON_ID}/quiz", QuizHandler),
+    (f"course/lessons/{LESSON_ID}/notebook", NotebookHandler),
+    ("course/progress", ProgressHandler),
     ("openapi.json", OpenAPIHandler),
 ]
 

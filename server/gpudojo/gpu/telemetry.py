@@ -178,7 +178,7 @@ class TelemetrySampler:
                 return
             try:
                 await asyncio.wait_for(self._wake.wait(), delay)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return
 
     def _remember(self, t: float, sample: dict[str, Any]) -> None:

@@ -1,0 +1,420 @@
+/**
+ * LessonView: one lesson in the main area: header and actions, table of
+ * contents, the cells rendered by JupyterLab's own markdown renderer, related
+ * items, the next lesson and the quiz.
+ */
+
+import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
+import { CommandRegistry } from '@lumino/commands';
+import { Panel, Widget } from '@lumino/widgets';
+import type {
+  CourseKind,
+  LessonCell,
+  LessonDoc,
+  NotebookCopy,
+  ProgressEntry,
+  ProgressStatus,
+  QuizResult,
+  RelatedItem
+} from '../api/types';
+import { h } from '../dom';
+import { formatMinutes } from './catalog';
+import { CourseCommandIds } from './commands';
+import { CourseModel } from './model';
+import { QuizView } from './quiz';
+import { renderNeedsTag } from './section';
+import { HeadingInfo, codeFence, locateTocHeadings, mermaidFences } from './toc';
+
+/** The calls a lesson makes (GpudojoClient satisfies it). */
+export interface LessonSource {
+  getLesson(id: string): Promise<LessonDoc>;
+  submitQuiz(id: string, answers: Record<string, number[]>): Promise<QuizResult>;
+  setProgress(kind: CourseKind, id: string, status: ProgressStatus): Promise<ProgressEntry>;
+  createLessonNotebook(id: string, overwrite?: boolean): Promise<NotebookCopy>;
+}
+
+export interface LessonViewOptions {
+  lessonId: string;
+  source: LessonSource;
+  model: CourseModel;
+  rendermime: IRenderMimeRegistry;
+  commands: CommandRegistry;
+  /** Open a file (relative to the server root) in the main area. */
+  openPath: (path: string) => void;
+  /** Resolves true when this server can run GPU cells (devices mode 'gpu'). */
+  canRunGpu: () => Promise<boolean>;
+}
+
+const HEADING_SELECTOR = 'h1, h2, h3, h4, h5, h6';
+
+export class LessonView extends Panel {
+  constructor(options: LessonViewOptions) {
+    super();
+    this._options = options;
+    this.lessonId = options.lessonId;
+    this.addClass('gpudojo-lesson-view');
+    const known = options.model.item('lesson', options.lessonId);
+    this.title.label = known?.title ?? options.lessonId;
+    this.title.caption = this.title.label;
+    options.model.changed.connect(this._syncProgressFromCatalog, this);
+    void this.load();
+  }
+
+  /** The id of the lesson shown. */
+  readonly lessonId: string;
+
+  /** The lesson as last loaded, or null. */
+  get doc(): LessonDoc | null {
+    return this._doc;
+  }
+
+  /** (Re)load the lesson from the server and render it. */
+  async load(): Promise<void> {
+    this._clear();
+    this._addNode(h('div', { className: 'gpudojo-loading', text: 'Loading the lesson…' }));
+    const { source, lessonId, canRunGpu } = this._options;
+    let doc: LessonDoc;
+    let gpu: boolean;
+    try {
+      [doc, gpu] = await Promise.all([
+        source.getLesson(lessonId),
+        canRunGpu().catch(() => false)
+      ]);
+    } catch (error) {
+      if (this.isDisposed) {
+        return;
+      }
+      this._clear();
+      const retry = h('button', {
+        className: 'jp-Button jp-mod-styled jp-mod-reject gpudojo-retry',
+        text: 'Retry'
+      });
+      retry.addEventListener('click', () => void this.load());
+      this._addNode(
+        h(
+          'div',
+          { className: 'gpudojo-error', attrs: { role: 'alert' } },
+          `The lesson "${lessonId}" could not be loaded: ${(error as Error).message ?? error} `,
+          retry
+        )
+      );
+      return;
+    }
+    if (this.isDisposed) {
+      return;
+    }
+    this._doc = doc;
+    this._status = doc.progress?.status ?? 'not_started';
+    this.title.label = doc.meta.title;
+    this.title.caption = doc.meta.title;
+    this._render(doc, gpu);
+    if (this._status === 'not_started') {
+      // Opening a lesson starts it: the sidebar shows a half circle from now on.
+      void this._setStatus('in_progress');
+    }
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._options.model.changed.disconnect(this._syncProgressFromCatalog, this);
+    super.dispose();
+  }
+
+  /** Scroll the rendered heading of toc entry `index` into view. */
+  scrollToTocEntry(index: number): void {
+    const doc = this._doc;
+    if (!doc || !this._body) {
+      return;
+    }
+    const nodes = Array.from(this._body.node.querySelectorAll<HTMLElement>(HEADING_SELECTOR));
+    const headings: HeadingInfo[] = nodes.map(node => ({
+      level: Number(node.tagName.slice(1)),
+      text: node.textContent ?? ''
+    }));
+    const target = locateTocHeadings(doc.toc, headings)[index];
+    if (target !== undefined && target >= 0) {
+      nodes[target].scrollIntoView({ block: 'start', behavior: 'smooth' });
+    }
+  }
+
+  private _render(doc: LessonDoc, gpu: boolean): void {
+    this._clear();
+    this._addNode(this._renderHeader(doc));
+    if (doc.toc.length) {
+      this._addNode(this._renderToc(doc));
+    }
+    const body = new Panel();
+    body.addClass('gpudojo-lesson-body');
+    for (const cell of doc.cells) {
+      body.addWidget(
+        cell.type === 'code'
+          ? this._renderCodeCell(cell, gpu)
+          : this._markdown(mermaidFences(cell.source))
+      );
+    }
+    this._body = body;
+    this.addWidget(body);
+    const footer = this._renderFooter(doc);
+    if (footer) {
+      this._addNode(footer);
+    }
+    if (doc.quiz.length) {
+      this.addWidget(
+        new QuizView({
+          lessonId: doc.meta.id,
+          questions: doc.quiz,
+          lastResult: doc.last_quiz ?? null,
+          createMarkdown: source => this._markdown(source),
+          submit: answers => this._options.source.submitQuiz(doc.meta.id, answers),
+          graded: () => void this._options.model.noteProgress('lesson', doc.meta.id)
+        })
+      );
+    }
+  }
+
+  private _renderHeader(doc: LessonDoc): HTMLElement {
+    const { meta } = doc;
+    const minutes = formatMinutes(meta.minutes);
+    const openNotebook = h('button', {
+      className: 'jp-Button jp-mod-styled jp-mod-accept gpudojo-open-notebook',
+      text: 'Open as notebook',
+      title: 'Copy this lesson into a notebook you can run and edit (an earlier copy is kept)'
+    });
+    openNotebook.addEventListener('click', () => void this._openNotebook(openNotebook));
+    this._markComplete = h('button', { className: 'jp-Button jp-mod-styled gpudojo-mark-complete' });
+    this._markComplete.addEventListener('click', () => void this._setStatus('completed'));
+    this._actionError = h('div', { className: 'gpudojo-lesson-action-error', attrs: { role: 'alert' } });
+    this._updateCompleteButton();
+    const objectives = meta.objectives.length
+      ? h(
+          'div',
+          { className: 'gpudojo-lesson-objectives' },
+          h('div', { className: 'gpudojo-lesson-label', text: 'You will learn to' }),
+          h('ul', {}, ...meta.objectives.map(o => h('li', { text: o })))
+        )
+      : null;
+    return h(
+      'header',
+      { className: 'gpudojo-lesson-header' },
+      h('div', { className: 'gpudojo-lesson-kicker', text: `Lesson ${meta.order}` }),
+      h('h1', { className: 'gpudojo-lesson-title', text: meta.title }),
+      h(
+        'div',
+        { className: 'gpudojo-lesson-meta' },
+        minutes ? h('span', { className: 'gpudojo-lesson-minutes', text: minutes }) : null,
+        renderNeedsTag(meta)
+      ),
+      meta.needs !== 'cpu' && meta.cpu_path
+        ? h(
+            'div',
+            { className: 'gpudojo-lesson-cpu-path' },
+            h('strong', { text: meta.needs === 'multi-gpu' ? 'Without several GPUs: ' : 'Without a GPU: ' }),
+            meta.cpu_path
+          )
+        : null,
+      objectives,
+      h('div', { className: 'gpudojo-lesson-actions' }, openNotebook, this._markComplete),
+      this._actionError
+    );
+  }
+
+  private _renderToc(doc: LessonDoc): HTMLElement {
+    const list = h('ol', {});
+    doc.toc.forEach((entry, index) => {
+      const link = h('a', {
+        text: entry.title,
+        attrs: { href: '#', 'data-level': String(entry.level) }
+      });
+      link.addEventListener('click', event => {
+        event.preventDefault();
+        this.scrollToTocEntry(index);
+      });
+      list.appendChild(h('li', { className: `gpudojo-toc-level-${entry.level}` }, link));
+    });
+    return h(
+      'nav',
+      { className: 'gpudojo-lesson-toc', attrs: { 'aria-label': 'Contents' } },
+      h('div', { className: 'gpudojo-lesson-label', text: 'Contents' }),
+      list
+    );
+  }
+
+  private _renderCodeCell(cell: LessonCell, gpu: boolean): Widget {
+    const box = new Panel();
+    box.addClass('gpudojo-lesson-code');
+    if (cell.needs_gpu) {
+      box.addClass('gpudojo-mod-needs-gpu');
+      box.addWidget(
+        new Widget({
+          node: h('span', {
+            className: 'gpudojo-needs gpudojo-needs-gpu gpudojo-cell-tag',
+            text: 'Needs a GPU'
+          })
+        })
+      );
+    }
+    box.addWidget(this._markdown(codeFence(cell.source, 'python')));
+    if (cell.needs_gpu && !gpu) {
+      const where = cell.expected_on ? ` on ${cell.expected_on}` : '';
+      box.addWidget(
+        new Widget({
+          node: h(
+            'div',
+            { className: 'gpudojo-expected-output' },
+            h('div', {
+              className: 'gpudojo-expected-output-label',
+              text: `Expected output${where} — this cell needs a GPU and was not run here`
+            }),
+            cell.expected_output
+              ? h('pre', { text: cell.expected_output })
+              : h('div', { className: 'gpudojo-expected-output-none', text: 'No output was recorded.' })
+          )
+        })
+      );
+    }
+    return box;
+  }
+
+  private _renderFooter(doc: LessonDoc): HTMLElement | null {
+    const parts: HTMLElement[] = [];
+    if (doc.related.length) {
+      const list = h('ul', { className: 'gpudojo-lesson-related-list' });
+      for (const item of doc.related) {
+        list.appendChild(
+          h(
+            'li',
+            { attrs: { 'data-kind': item.kind, 'data-id': item.id } },
+            h('span', { className: 'gpudojo-kind-tag', text: item.kind }),
+            this._itemLink(item, 'gpudojo-related-link')
+          )
+        );
+      }
+      parts.push(
+        h(
+          'section',
+          { className: 'gpudojo-lesson-related' },
+          h('div', { className: 'gpudojo-lesson-label', text: 'Related' }),
+          list
+        )
+      );
+    }
+    if (doc.next) {
+      const next = this._itemLink(doc.next, 'gpudojo-next-lesson', `Next: ${doc.next.title}`);
+      next.setAttribute('data-id', doc.next.id);
+      parts.push(h('div', { className: 'gpudojo-lesson-next' }, next));
+    }
+    return parts.length ? h('footer', { className: 'gpudojo-lesson-footer' }, ...parts) : null;
+  }
+
+  /** A link that opens a lesson; other kinds only show their title for now. */
+  private _itemLink(item: RelatedItem, className: string, text = item.title): HTMLElement {
+    if (item.kind !== 'lesson') {
+      return h('span', { className, text });
+    }
+    const link = h('a', { className, text, attrs: { href: '#' } });
+    link.addEventListener('click', event => {
+      event.preventDefault();
+      void this._options.commands.execute(CourseCommandIds.openLesson, { id: item.id });
+    });
+    return link;
+  }
+
+  /** A widget rendering `source` with JupyterLab's markdown renderer (math, code, mermaid). */
+  private _markdown(source: string): Widget {
+    const renderer = this._options.rendermime.createRenderer('text/markdown');
+    renderer.addClass('gpudojo-lesson-markdown');
+    renderer
+      .renderModel(new MimeModel({ data: { 'text/markdown': source } }))
+      .catch(reason => console.warn('gpudojo: a lesson cell could not be rendered.', reason));
+    return renderer;
+  }
+
+  private async _openNotebook(button: HTMLButtonElement): Promise<void> {
+    button.disabled = true;
+    this._showActionError(null);
+    try {
+      const copy = await this._options.source.createLessonNotebook(this.lessonId);
+      this._options.openPath(copy.path);
+    } catch (error) {
+      this._showActionError(
+        `The notebook could not be created: ${(error as Error).message ?? error}`
+      );
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  private async _setStatus(status: ProgressStatus): Promise<void> {
+    const previous = this._status;
+    this._status = status;
+    this._updateCompleteButton();
+    this._showActionError(null);
+    this._saving++;
+    try {
+      const entry = await this._options.source.setProgress('lesson', this.lessonId, status);
+      this._status = entry.status;
+      this._updateCompleteButton();
+      void this._options.model.noteProgress('lesson', this.lessonId, entry);
+    } catch (error) {
+      this._status = previous;
+      this._updateCompleteButton();
+      this._showActionError(
+        `Your progress could not be saved: ${(error as Error).message ?? error}`
+      );
+    } finally {
+      this._saving--;
+    }
+  }
+
+  /** Follow progress changed elsewhere (another view, a reload of the catalog). */
+  private _syncProgressFromCatalog(): void {
+    const item = this._options.model.item('lesson', this.lessonId);
+    // While a change is being saved the catalog may still hold the old status.
+    if (item && this._doc && !this._saving && item.progress.status !== this._status) {
+      this._status = item.progress.status;
+      this._updateCompleteButton();
+    }
+  }
+
+  private _updateCompleteButton(): void {
+    const button = this._markComplete;
+    if (!button) {
+      return;
+    }
+    const done = this._status === 'completed';
+    button.textContent = done ? 'Completed ✓' : 'Mark complete';
+    button.disabled = done;
+    button.dataset.status = this._status;
+    button.title = done ? 'You completed this lesson' : 'Mark this lesson as completed';
+  }
+
+  private _showActionError(message: string | null): void {
+    if (this._actionError) {
+      this._actionError.textContent = message ?? '';
+      this._actionError.hidden = !message;
+    }
+  }
+
+  private _addNode(node: HTMLElement): void {
+    this.addWidget(new Widget({ node }));
+  }
+
+  private _clear(): void {
+    for (const widget of [...this.widgets]) {
+      widget.dispose();
+    }
+    this._body = null;
+    this._markComplete = null;
+    this._actionError = null;
+  }
+
+  private _options: LessonViewOptions;
+  private _doc: LessonDoc | null = null;
+  private _status: ProgressStatus = 'not_started';
+  private _saving = 0;
+  private _body: Panel | null = null;
+  private _markComplete: HTMLButtonElement | null = null;
+  private _actionError: HTMLElement | null = null;
+}

@@ -1,0 +1,119 @@
+/** The course plugin: the sidebar's Course section, lesson views and their commands. */
+
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import { IDocumentManager } from '@jupyterlab/docmanager';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { GpudojoClient } from '../api/client';
+import { IGpudojoSidebar } from '../sidebar/panel';
+import { CourseCommandIds } from './commands';
+import { LessonView } from './lesson';
+import { CourseModel } from './model';
+import { CourseSection } from './section';
+
+/** Rank of the Course section in the sidebar (above GPU, 500). */
+const COURSE_SECTION_RANK = 100;
+
+const PALETTE_CATEGORY = 'gpudojo';
+
+export const coursePlugin: JupyterFrontEndPlugin<void> = {
+  id: 'gpudojo:course',
+  description: 'The course: lessons in the sidebar and the main area, with quizzes and progress.',
+  autoStart: true,
+  requires: [IGpudojoSidebar, IRenderMimeRegistry, IDocumentManager],
+  optional: [ILayoutRestorer, ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    sidebar: IGpudojoSidebar,
+    rendermime: IRenderMimeRegistry,
+    docManager: IDocumentManager,
+    restorer: ILayoutRestorer | null,
+    palette: ICommandPalette | null
+  ) => {
+    const client = new GpudojoClient(app.serviceManager.serverSettings);
+    const model = new CourseModel(client);
+    sidebar.addSection(new CourseSection({ model, commands: app.commands }), {
+      rank: COURSE_SECTION_RANK
+    });
+
+    // Asked once per session: whether GPU cells can run here (else lessons show expected output).
+    let canRunGpu: Promise<boolean> | null = null;
+    const gpuMode = () => {
+      if (!canRunGpu) {
+        canRunGpu = client.getDevices().then(
+          devices => devices.mode === 'gpu',
+          () => {
+            canRunGpu = null;
+            return false;
+          }
+        );
+      }
+      return canRunGpu;
+    };
+
+    const tracker = new WidgetTracker<MainAreaWidget<LessonView>>({
+      namespace: 'gpudojo-lesson'
+    });
+
+    app.commands.addCommand(CourseCommandIds.openLesson, {
+      label: args => {
+        const id = typeof args['id'] === 'string' ? args['id'] : '';
+        const title = id ? model.item('lesson', id)?.title : undefined;
+        return title ? `Open Lesson: ${title}` : id ? `Open Lesson ${id}` : 'Open Lesson';
+      },
+      caption: 'Open a lesson of the course',
+      execute: args => {
+        const id = typeof args['id'] === 'string' ? args['id'] : '';
+        if (!id) {
+          return;
+        }
+        let widget = tracker.find(w => w.content.lessonId === id) ?? null;
+        if (!widget || widget.isDisposed) {
+          const content = new LessonView({
+            lessonId: id,
+            source: client,
+            model,
+            rendermime,
+            commands: app.commands,
+            openPath: path => {
+              docManager.openOrReveal(path);
+            },
+            canRunGpu: gpuMode
+          });
+          widget = new MainAreaWidget({ content });
+          widget.id = `gpudojo-lesson-${id}`;
+          widget.addClass('gpudojo-lesson');
+          void tracker.add(widget);
+        }
+        if (!widget.isAttached) {
+          app.shell.add(widget, 'main');
+        }
+        app.shell.activateById(widget.id);
+        return widget;
+      }
+    });
+
+    app.commands.addCommand(CourseCommandIds.refreshCourse, {
+      label: 'Refresh Course',
+      caption: 'Reload the lessons and your progress',
+      execute: () => model.refresh()
+    });
+
+    if (palette) {
+      palette.addItem({ command: CourseCommandIds.refreshCourse, category: PALETTE_CATEGORY });
+    }
+    if (restorer) {
+      // Reopen the lessons that were open before a reload.
+      void restorer.restore(tracker, {
+        command: CourseCommandIds.openLesson,
+        args: widget => ({ id: widget.content.lessonId }),
+        name: widget => widget.content.lessonId
+      });
+    }
+    void model.refresh();
+  }
+};

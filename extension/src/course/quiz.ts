@@ -1,0 +1,224 @@
+/** QuizView: a lesson's quiz, drawn from a QuizState; grading is the server's. */
+
+import { Panel, Widget } from '@lumino/widgets';
+import type { QuizQuestionPublic, QuizResult } from '../api/types';
+import { h } from '../dom';
+import { ChoiceOutcome, QuizState } from './quizState';
+import { inlineCodeSegments } from './toc';
+
+export interface QuizViewOptions {
+  /** The lesson's id, used to give inputs unique names. */
+  lessonId: string;
+  questions: QuizQuestionPublic[];
+  /** Grade the answers (choice indexes per question id) on the server. */
+  submit: (answers: Record<string, number[]>) => Promise<QuizResult>;
+  /** A widget showing markdown (a question's prompt); plain text when absent. */
+  createMarkdown?: (source: string) => Widget;
+  /** A result graded earlier, shown at once. */
+  lastResult?: QuizResult | null;
+  /** Called after the server graded a submission. */
+  graded?: (result: QuizResult) => void;
+}
+
+interface ChoiceNodes {
+  input: HTMLInputElement;
+  row: HTMLElement;
+  why: HTMLElement;
+}
+
+/** What precedes a choice's explanation after grading. */
+const OUTCOME_PREFIX: Record<ChoiceOutcome, string> = {
+  correct: 'Correct. ',
+  missed: 'Correct answer, not chosen. ',
+  wrong: 'Incorrect. ',
+  neutral: ''
+};
+
+/** Text with `code` spans shown in monospace. */
+function inlineText(text: string): DocumentFragment {
+  const fragment = document.createDocumentFragment();
+  for (const segment of inlineCodeSegments(text)) {
+    fragment.appendChild(
+      segment.code ? h('code', { text: segment.text }) : document.createTextNode(segment.text)
+    );
+  }
+  return fragment;
+}
+
+export class QuizView extends Panel {
+  constructor(options: QuizViewOptions) {
+    super();
+    this._options = options;
+    this.state = new QuizState(options.questions);
+    this.addClass('gpudojo-quiz');
+    this.node.setAttribute('aria-label', 'Quiz');
+    this.addWidget(new Widget({ node: h('h2', { className: 'gpudojo-quiz-heading', text: 'Quiz' }) }));
+    options.questions.forEach((question, index) => {
+      const box = new Panel();
+      box.addClass('gpudojo-quiz-question');
+      box.node.dataset.qid = question.id;
+      const number = new Widget({
+        node: h('div', { className: 'gpudojo-quiz-number', text: `Question ${index + 1}` })
+      });
+      box.addWidget(number);
+      const prompt = options.createMarkdown
+        ? options.createMarkdown(question.prompt)
+        : new Widget({ node: h('p', {}, inlineText(question.prompt)) });
+      prompt.addClass('gpudojo-quiz-prompt');
+      box.addWidget(prompt);
+      const fieldset = h('fieldset', { className: 'gpudojo-quiz-choices' });
+      const choices = this._buildChoices(question, fieldset);
+      const verdict = h('div', { attrs: { role: 'status' } });
+      fieldset.appendChild(verdict);
+      box.addWidget(new Widget({ node: fieldset }));
+      this.addWidget(box);
+      this._questionNodes.set(question.id, { box: box.node, choices, verdict });
+    });
+    this._footer = h('div', { className: 'gpudojo-quiz-footer' });
+    this.addWidget(new Widget({ node: this._footer }));
+    if (options.lastResult) {
+      this.state.applyResult(options.lastResult);
+    }
+    this._render();
+  }
+
+  /** What is chosen and graded. */
+  readonly state: QuizState;
+
+  private _render(): void {
+    const { state } = this;
+    const graded = state.result !== null;
+    for (const question of state.questions) {
+      const nodes = this._questionNodes.get(question.id);
+      if (!nodes) {
+        continue;
+      }
+      const r = state.questionResult(question.id);
+      if (r) {
+        nodes.box.dataset.correct = String(r.correct);
+      } else {
+        delete nodes.box.dataset.correct;
+      }
+      nodes.choices.forEach((choice, index) => {
+        const outcome = state.outcome(question.id, index);
+        choice.input.checked = state.isSelected(question.id, index);
+        choice.input.disabled = graded;
+        choice.row.className = `gpudojo-quiz-choice gpudojo-mod-${outcome}`;
+        const why = graded ? state.explanation(question.id, index) : null;
+        choice.why.textContent = '';
+        choice.why.hidden = !why;
+        if (why) {
+          choice.why.append(OUTCOME_PREFIX[outcome], inlineText(why));
+        }
+      });
+      nodes.verdict.hidden = !r;
+      nodes.verdict.textContent = r ? (r.correct ? 'Correct' : 'Not quite') : '';
+      nodes.verdict.className = `gpudojo-quiz-verdict gpudojo-mod-${r?.correct ? 'correct' : 'incorrect'}`;
+    }
+    this._renderFooter();
+  }
+
+  /** The inputs of a question, built once so focus and keyboard navigation survive updates. */
+  private _buildChoices(question: QuizQuestionPublic, fieldset: HTMLElement): ChoiceNodes[] {
+    fieldset.appendChild(
+      h('legend', {
+        className: 'gpudojo-quiz-hint',
+        text: question.kind === 'multiple' ? 'Choose all that apply' : 'Choose one'
+      })
+    );
+    return question.choices.map((choice, index) => {
+      const inputId = `gpudojo-quiz-${this._options.lessonId}-${question.id}-${index}`;
+      const input = h('input', {
+        attrs: {
+          type: question.kind === 'multiple' ? 'checkbox' : 'radio',
+          name: `gpudojo-quiz-${this._options.lessonId}-${question.id}`,
+          id: inputId,
+          value: String(index)
+        }
+      });
+      input.addEventListener('change', () => {
+        this.state.choose(question.id, index, input.checked);
+        this._render();
+      });
+      const why = h('div', { className: 'gpudojo-quiz-why' });
+      const row = h(
+        'div',
+        { className: 'gpudojo-quiz-choice', attrs: { 'data-index': String(index) } },
+        input,
+        h('label', { attrs: { for: inputId } }, inlineText(choice.text)),
+        why
+      );
+      fieldset.appendChild(row);
+      return { input, row, why };
+    });
+  }
+
+  private _renderFooter(): void {
+    const { state } = this;
+    const footer = this._footer;
+    footer.textContent = '';
+    if (state.result) {
+      footer.appendChild(
+        h('div', {
+          className: 'gpudojo-quiz-score',
+          text: `Score: ${state.result.score} / ${state.result.total}`,
+          attrs: { role: 'status' }
+        })
+      );
+      const again = h('button', {
+        className: 'jp-Button jp-mod-styled jp-mod-reject gpudojo-quiz-retry',
+        text: 'Try again'
+      });
+      again.addEventListener('click', () => {
+        state.reset();
+        this._error = null;
+        this._render();
+      });
+      footer.appendChild(again);
+    } else {
+      const submit = h('button', {
+        className: 'jp-Button jp-mod-styled jp-mod-accept gpudojo-quiz-submit',
+        text: this._submitting ? 'Checking…' : 'Submit',
+        title: state.canSubmit ? 'Check your answers' : 'Answer every question first'
+      });
+      submit.disabled = !state.canSubmit || this._submitting;
+      submit.addEventListener('click', () => void this._submit());
+      footer.appendChild(submit);
+    }
+    if (this._error) {
+      footer.appendChild(
+        h('div', { className: 'gpudojo-error', text: this._error, attrs: { role: 'alert' } })
+      );
+    }
+  }
+
+  private async _submit(): Promise<void> {
+    if (!this.state.canSubmit || this._submitting) {
+      return;
+    }
+    this._submitting = true;
+    this._error = null;
+    this._renderFooter();
+    try {
+      const result = await this._options.submit(this.state.answers());
+      this.state.applyResult(result);
+      this._options.graded?.(result);
+    } catch (error) {
+      this._error = `Your answers could not be checked: ${(error as Error).message ?? error}. Try again.`;
+    } finally {
+      this._submitting = false;
+      if (!this.isDisposed) {
+        this._render();
+      }
+    }
+  }
+
+  private _options: QuizViewOptions;
+  private _footer: HTMLElement;
+  private _submitting = false;
+  private _error: string | null = null;
+  private _questionNodes = new Map<
+    string,
+    { box: HTMLElement; choices: ChoiceNodes[]; verdict: HTMLElement }
+  >();
+}

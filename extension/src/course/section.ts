@@ -1,0 +1,175 @@
+/** CourseSection: the sidebar's Course section, rendering what CourseModel holds. */
+
+import { CommandRegistry } from '@lumino/commands';
+import { Message } from '@lumino/messaging';
+import { Widget } from '@lumino/widgets';
+import type { CatalogItem, CourseProblem } from '../api/types';
+import { h } from '../dom';
+import { formatMinutes, groupCatalog, needsTag, progressMark } from './catalog';
+import { CourseCommandIds } from './commands';
+import { CourseModel } from './model';
+
+/** The tag of an item that needs one GPU or several; null for a CPU item. */
+export function renderNeedsTag(item: Pick<CatalogItem, 'needs' | 'cpu_path'>): HTMLElement | null {
+  const tag = needsTag(item.needs, item.cpu_path);
+  if (!tag) {
+    return null;
+  }
+  return h('span', {
+    className: `gpudojo-needs gpudojo-needs-${item.needs}`,
+    text: tag.text,
+    title: tag.tooltip,
+    attrs: { 'aria-label': tag.tooltip }
+  });
+}
+
+/** The progress mark: an empty circle, a half circle or a check. */
+export function renderProgressMark(status: string): HTMLElement {
+  const mark = progressMark(status);
+  return h('span', {
+    className: `gpudojo-progress-mark gpudojo-mod-${mark.shape}`,
+    title: mark.label,
+    attrs: { role: 'img', 'aria-label': mark.label, 'data-status': status }
+  });
+}
+
+export class CourseSection extends Widget {
+  constructor(options: { model: CourseModel; commands: CommandRegistry }) {
+    super();
+    this._model = options.model;
+    this._commands = options.commands;
+    this.id = 'gpudojo-course-section';
+    this.addClass('gpudojo-course-section');
+    this.title.label = 'Course';
+    this.title.caption = 'Lessons, labs and exercises, with your progress';
+    this._model.changed.connect(this._render, this);
+    this._render();
+  }
+
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    if (!this._model.catalog && !this._model.loading) {
+      void this._model.refresh();
+    }
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._model.changed.disconnect(this._render, this);
+    super.dispose();
+  }
+
+  private _render(): void {
+    const { catalog, error } = this._model;
+    const node = this.node;
+    node.textContent = '';
+    if (error) {
+      node.appendChild(
+        h(
+          'div',
+          { className: 'gpudojo-error', attrs: { role: 'alert' } },
+          `The course could not be loaded: ${error} `,
+          this._retryButton()
+        )
+      );
+    }
+    if (!catalog) {
+      if (!error) {
+        node.appendChild(h('div', { className: 'gpudojo-loading', text: 'Loading the course…' }));
+      }
+      return;
+    }
+    if (catalog.problems.length) {
+      node.appendChild(renderProblems(catalog.problems));
+    }
+    for (const group of groupCatalog(catalog)) {
+      const list = h('ul', { className: 'gpudojo-course-list', attrs: { role: 'list' } });
+      for (const item of group.items) {
+        list.appendChild(this._renderItem(item));
+      }
+      node.appendChild(
+        h(
+          'div',
+          { className: 'gpudojo-course-group', attrs: { 'data-kind': group.kind } },
+          h('div', { className: 'gpudojo-subheading', text: group.label }),
+          group.items.length
+            ? list
+            : h('div', { className: 'gpudojo-course-empty', text: 'No lessons yet.' })
+        )
+      );
+    }
+  }
+
+  private _renderItem(item: CatalogItem): HTMLElement {
+    const status = item.progress?.status ?? 'not_started';
+    const minutes = formatMinutes(item.minutes);
+    const row = h(
+      'li',
+      {
+        className: 'gpudojo-course-item',
+        attrs: { 'data-kind': item.kind, 'data-id': item.id, 'data-status': status }
+      },
+      h('span', { className: 'gpudojo-course-order', text: String(item.order) }),
+      h('span', { className: 'gpudojo-course-title', text: item.title, title: item.title }),
+      renderNeedsTag(item),
+      minutes ? h('span', { className: 'gpudojo-course-minutes', text: minutes }) : null,
+      renderProgressMark(status)
+    );
+    if (item.kind === 'lesson') {
+      row.classList.add('gpudojo-mod-clickable');
+      row.tabIndex = 0;
+      row.setAttribute('role', 'button');
+      const open = () => {
+        void this._commands.execute(CourseCommandIds.openLesson, { id: item.id });
+      };
+      row.addEventListener('click', open);
+      row.addEventListener('keydown', event => {
+        if (event.key === 'Enter' || event.key === ' ') {
+          event.preventDefault();
+          open();
+        }
+      });
+    }
+    return row;
+  }
+
+  private _retryButton(): HTMLElement {
+    const retry = h('button', {
+      className: 'jp-Button jp-mod-styled jp-mod-reject gpudojo-retry',
+      text: 'Retry'
+    });
+    retry.addEventListener('click', () => void this._model.refresh());
+    return retry;
+  }
+
+  private _model: CourseModel;
+  private _commands: CommandRegistry;
+}
+
+/** A collapsed warning listing the course files that failed to load. */
+function renderProblems(problems: CourseProblem[]): HTMLElement {
+  const list = h('ul', { className: 'gpudojo-course-problem-list' });
+  for (const p of problems) {
+    list.appendChild(
+      h(
+        'li',
+        { className: 'gpudojo-course-problem' },
+        h('code', { text: p.file }),
+        p.field ? ' ' : null,
+        p.field ? h('span', { className: 'gpudojo-course-problem-field', text: p.field }) : null,
+        `: ${p.message}`
+      )
+    );
+  }
+  const count = problems.length;
+  return h(
+    'details',
+    { className: 'gpudojo-course-problems', attrs: { role: 'status' } },
+    h('summary', {
+      text: `${count} course file${count === 1 ? '' : 's'} could not be loaded`
+    }),
+    list
+  );
+}

@@ -1,0 +1,86 @@
+"""The course routes: catalog, lessons, quiz answers, progress, open as notebook."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from .base import ApiError, GPUDojoHandler
+
+LESSON_ID = r"(?P<lesson_id>[a-z0-9][a-z0-9-]{0,99})"
+
+
+class CourseHandler(GPUDojoHandler):
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run a course service call off the event loop, mapping its errors to 4xx."""
+        from ..course.quiz import QuizAnswerError
+        from ..course.service import UnknownItem
+
+        course = self.services.course
+        try:
+            return await self.services.in_io_thread(lambda: fn(course, *args))
+        except UnknownItem as err:
+            raise ApiError(404, "not_found", str(err)) from err
+        except QuizAnswerError as err:
+            raise ApiError(400, "invalid_answers", str(err)) from err
+
+
+class CatalogHandler(CourseHandler):
+    api_doc = {"get": {"summary": "Lessons, labs and exercises in order, with progress", "response": "Catalog"}}
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.write_model(await self.call(lambda c, u: c.catalog(u), self.user_name))
+
+
+class LessonHandler(CourseHandler):
+    api_doc = {"get": {"summary": "A lesson: cells, contents, quiz (no answers), progress", "response": "LessonDoc"}}
+
+    @web.authenticated
+    @authorized
+    async def get(self, lesson_id: str) -> None:
+        self.write_model(await self.call(lambda c, u, i: c.lesson(u, i), self.user_name, lesson_id))
+
+
+class QuizHandler(CourseHandler):
+    api_doc = {
+        "post": {"summary": "Grade answers to a lesson's quiz", "request": "QuizAnswers", "response": "QuizResult"}
+    }
+
+    @web.authenticated
+    @authorized
+    async def post(self, lesson_id: str) -> None:
+        body = self.parse_body("QuizAnswers")
+        result = await self.call(lambda c, u, i: c.answer_quiz(u, i, body.answers), self.user_name, lesson_id)
+        self.write_model(result)
+
+
+class ProgressHandler(CourseHandler):
+    api_doc = {"post": {"summary": "Set an item's status", "request": "ProgressUpdate", "response": "ProgressEntry"}}
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        update = self.parse_body("ProgressUpdate")
+        self.write_model(await self.call(lambda c, u: c.set_progress(u, update), self.user_name))
+
+
+class NotebookHandler(CourseHandler):
+    api_doc = {
+        "post": {
+            "summary": "Copy a lesson into the workspace as a notebook",
+            "request": "NotebookRequest",
+            "response": "NotebookCopy",
+        }
+    }
+
+    @web.authenticated
+    @authorized
+    async def post(self, lesson_id: str) -> None:
+        body = self.parse_body("NotebookRequest")
+        copy = await self.call(lambda c, u, i: c.open_notebook(u, i, body.overwrite), self.user_name, lesson_id)
+        self.write_model(copy)

@@ -1,0 +1,1 @@
+"""The course: catalog of lessons, labs and exercises, quizzes, progress, notebook copies."""

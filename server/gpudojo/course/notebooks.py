@@ -1,0 +1,49 @@
+"""Open as notebook: a lesson copied into the user's workspace as .ipynb (content/ untouched)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .catalog import GPU_TAG
+from .models import NotebookCopy
+
+WORKSPACE_FOLDER = "gpudojo-lessons"
+
+
+def copy_lesson_as_notebook(lesson_path: Path, root_dir: Path, *, overwrite: bool = False) -> NotebookCopy:
+    """Write the lesson as a notebook under root_dir/gpudojo-lessons/; keep an existing copy unless told."""
+    import jupytext
+
+    root = root_dir.resolve()
+    target = (root / WORKSPACE_FOLDER / f"{lesson_path.stem}.ipynb").resolve()
+    if not target.is_relative_to(root):  # a lesson file name can never lead outside the workspace
+        raise ValueError(f"{target} is outside {root}")
+    relative = target.relative_to(root).as_posix()
+    if target.exists() and not overwrite:
+        return NotebookCopy(path=relative, created=False)
+    nb = jupytext.read(lesson_path, fmt="md:myst")
+    nb.metadata.pop("jupytext", None)  # a plain notebook, not paired with the packaged file
+    nb.cells = _with_expected_outputs(nb.cells)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(jupytext.writes(nb, fmt="ipynb"), encoding="utf-8")
+    tmp.replace(target)
+    return NotebookCopy(path=relative, created=True)
+
+
+def _with_expected_outputs(cells: list) -> list:
+    """Follow each GPU cell with a note of what it prints on a GPU, for learners without one."""
+    from nbformat.v4 import new_markdown_cell
+
+    out = []
+    for cell in cells:
+        out.append(cell)
+        meta = cell.get("metadata", {})
+        extra = meta.get("gpudojo") if isinstance(meta.get("gpudojo"), dict) else {}
+        if cell.cell_type == "code" and GPU_TAG in meta.get("tags", []) and extra.get("expected_output"):
+            on = extra.get("expected_on") or "a GPU"
+            fence = "````" if "```" in extra["expected_output"] else "```"
+            note = f"*The cell above needs a GPU. Expected output on {on}:*\n\n{fence}text\n"
+            note += f"{extra['expected_output'].rstrip()}\n{fence}"
+            out.append(new_markdown_cell(note, metadata={"tags": ["gpudojo-expected-output"]}))
+    return out

@@ -1,0 +1,134 @@
+"""Per-user progress in SQLite: item status, quiz attempts, timestamps.
+
+The database lives in the data dir and survives restarts. One that cannot be opened or
+read (corrupt, or not a database) is moved aside and recreated, with a log line saying
+where the old file went; the server never fails to start because of it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from .models import ProgressEntry, QuizResult
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS progress (
+    user TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    updated_at REAL NOT NULL,
+    completed_at REAL,
+    PRIMARY KEY (user, kind, item_id)
+);
+CREATE TABLE IF NOT EXISTS quiz_attempts (
+    user TEXT NOT NULL,
+    lesson_id TEXT NOT NULL,
+    at REAL NOT NULL,
+    score INTEGER NOT NULL,
+    total INTEGER NOT NULL,
+    result TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS quiz_by_user ON quiz_attempts (user, lesson_id, at);
+"""
+
+
+class ProgressStore:
+    """Progress of every user of one server, in one SQLite file (WAL)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._connect()
+        except sqlite3.DatabaseError as err:
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+            self.path.replace(aside)
+            for suffix in ("-wal", "-shm"):
+                self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+            log.warning(
+                "gpudojo: progress database %s was unreadable (%s); moved to %s and recreated", self.path, err, aside
+            )
+            return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.executescript(SCHEMA)
+        db.execute("SELECT count(*) FROM progress").fetchone()
+        return db
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def entries(self, user: str) -> dict[tuple[str, str], ProgressEntry]:
+        """Every item this user touched, keyed by (kind, id), with the last quiz score."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT kind, item_id, status, updated_at, completed_at FROM progress WHERE user = ?", (user,)
+            ).fetchall()
+            quizzes = self._db.execute(
+                "SELECT lesson_id, score, total FROM quiz_attempts WHERE user = ? ORDER BY at", (user,)
+            ).fetchall()
+        out = {
+            (kind, item): ProgressEntry(kind=kind, id=item, status=status, updated_at=upd, completed_at=done)
+            for kind, item, status, upd, done in rows
+        }
+        for lesson, score, total in quizzes:
+            entry = out.setdefault(("lesson", lesson), ProgressEntry(kind="lesson", id=lesson))
+            entry.quiz_score, entry.quiz_total = score, total
+        return out
+
+    def entry(self, user: str, kind: str, item_id: str) -> ProgressEntry:
+        return self.entries(user).get((kind, item_id), ProgressEntry(kind=kind, id=item_id))  # type: ignore[arg-type]
+
+    def set_status(self, user: str, kind: str, item_id: str, status: str) -> ProgressEntry:
+        now = time.time()
+        with self._lock:
+            self._db.execute(
+                """INSERT INTO progress (user, kind, item_id, status, updated_at, completed_at)
+                   VALUES (?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (user, kind, item_id) DO UPDATE SET
+                     status = excluded.status, updated_at = excluded.updated_at,
+                     completed_at = CASE WHEN excluded.status = 'completed'
+                                         THEN coalesce(progress.completed_at, excluded.completed_at)
+                                         ELSE NULL END""",
+                (user, kind, item_id, status, now, now if status == "completed" else None),
+            )
+        return self.entry(user, kind, item_id)
+
+    def record_quiz(self, user: str, lesson_id: str, result: QuizResult) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO quiz_attempts (user, lesson_id, at, score, total, result) VALUES (?, ?, ?, ?, ?, ?)",
+                (user, lesson_id, time.time(), result.score, result.total, result.model_dump_json()),
+            )
+        if self.entry(user, "lesson", lesson_id).status == "not_started":
+            self.set_status(user, "lesson", lesson_id, "in_progress")
+
+    def last_quiz(self, user: str, lesson_id: str) -> QuizResult | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT result FROM quiz_attempts WHERE user = ? AND lesson_id = ? ORDER BY at DESC LIMIT 1",
+                (user, lesson_id),
+            ).fetchone()
+        return QuizResult.model_validate(json.loads(row[0])) if row else None
+
+    def users(self) -> list[str]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT user FROM progress UNION SELECT user FROM quiz_attempts ORDER BY 1"
+            ).fetchall()
+        return [r[0] for r in rows]

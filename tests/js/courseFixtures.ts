@@ -1,0 +1,46 @@
+import type {
+  Catalog,
+  CatalogItem,
+  CourseKind,
+  ProgressStatus,
+  QuizQuestionPublic
+} from '../../extension/src/api/types';
+
+export function item(
+  kind: CourseKind,
+  id: string,
+  order: number,
+  status: ProgressStatus = 'not_started',
+  extra: Partial<CatalogItem> = {}
+): CatalogItem {
+  return {
+    kind,
+    id,
+    title: `Title of ${id}`,
+    order,
+    minutes: 45,
+    needs: 'cpu',
+    cpu_path: null,
+    progress: { kind, id, status },
+    ...extra
+  };
+}
+
+export function catalog(extra: Partial<Catalog> = {}): Catalog {
+  return { lessons: [], labs: [], exercises: [], problems: [], ...extra };
+}
+
+export const QUESTIONS: QuizQuestionPublic[] = [
+  {
+    id: 'q1',
+    kind: 'single',
+    prompt: 'Which index is global?',
+    choices: [{ text: 'threadIdx.x' }, { text: 'blockIdx.x * blockDim.x + threadIdx.x' }]
+  },
+  {
+    id: 'q2',
+    kind: 'multiple',
+    prompt: 'Which are memory spaces?',
+    choices: [{ text: 'shared' }, { text: 'global' }, { text: 'warp' }]
+  }
+];

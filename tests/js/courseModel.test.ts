@@ -1,0 +1,97 @@
+import type { Catalog } from '../../extension/src/api/types';
+import { CourseModel, ProgressChange } from '../../extension/src/course/model';
+import { catalog, item } from './courseFixtures';
+
+/** A catalog source whose answers the test releases one by one. */
+class FakeSource {
+  calls = 0;
+  next: Catalog | Error = catalog();
+  private _waiting: Array<() => void> = [];
+  hold = false;
+
+  getCatalog(): Promise<Catalog> {
+    this.calls++;
+    const answer = this.next;
+    const settle = (resolve: (c: Catalog) => void, reject: (e: Error) => void) =>
+      answer instanceof Error ? reject(answer) : resolve(structuredClone(answer));
+    if (!this.hold) {
+      return new Promise(settle);
+    }
+    return new Promise((resolve, reject) => this._waiting.push(() => settle(resolve, reject)));
+  }
+
+  release(): void {
+    this._waiting.shift()?.();
+  }
+}
+
+const flush = () => new Promise(resolve => setTimeout(resolve, 0));
+
+describe('CourseModel', () => {
+  it('loads the catalog and finds items by kind and id', async () => {
+    const source = new FakeSource();
+    source.next = catalog({ lessons: [item('lesson', 'intro', 1)], labs: [item('lab', 'lab-1', 1)] });
+    const model = new CourseModel(source);
+    let changes = 0;
+    model.changed.connect(() => changes++);
+    await model.refresh();
+    expect(model.catalog?.lessons.map(l => l.id)).toEqual(['intro']);
+    expect(model.item('lab', 'lab-1')?.kind).toBe('lab');
+    expect(model.item('lesson', 'missing')).toBeNull();
+    expect(model.loading).toBe(false);
+    expect(changes).toBeGreaterThanOrEqual(2);
+  });
+
+  it('keeps the last catalog and reports the error when a reload fails', async () => {
+    const source = new FakeSource();
+    source.next = catalog({ lessons: [item('lesson', 'intro', 1)] });
+    const model = new CourseModel(source);
+    await model.refresh();
+    source.next = new Error('Cannot reach the Jupyter server');
+    await model.refresh();
+    expect(model.error).toBe('Cannot reach the Jupyter server');
+    expect(model.catalog?.lessons).toHaveLength(1);
+    source.next = catalog();
+    await model.refresh();
+    expect(model.error).toBeNull();
+  });
+
+  it('applies a progress change at once, tells listeners, then reloads', async () => {
+    const source = new FakeSource();
+    source.next = catalog({ lessons: [item('lesson', 'intro', 1)] });
+    const model = new CourseModel(source);
+    await model.refresh();
+    const seen: ProgressChange[] = [];
+    model.progressChanged.connect((_, change) => seen.push(change));
+    source.hold = true;
+    source.next = catalog({ lessons: [item('lesson', 'intro', 1, 'completed')] });
+    const done = model.noteProgress('lesson', 'intro', {
+      kind: 'lesson',
+      id: 'intro',
+      status: 'completed'
+    });
+    expect(model.item('lesson', 'intro')?.progress.status).toBe('completed');
+    expect(seen.map(c => [c.kind, c.id, c.entry?.status])).toEqual([['lesson', 'intro', 'completed']]);
+    expect(model.loading).toBe(true);
+    source.release();
+    await done;
+    expect(source.calls).toBe(2);
+    expect(model.item('lesson', 'intro')?.progress.status).toBe('completed');
+  });
+
+  it('reloads once more when asked during a load, so the newest progress is not missed', async () => {
+    const source = new FakeSource();
+    source.hold = true;
+    const model = new CourseModel(source);
+    const first = model.refresh();
+    const second = model.refresh();
+    const third = model.refresh();
+    source.next = catalog({ lessons: [item('lesson', 'intro', 1, 'in_progress')] });
+    source.release();
+    await flush();
+    source.release();
+    await Promise.all([first, second, third]);
+    expect(source.calls).toBe(2);
+    expect(model.item('lesson', 'intro')?.progress.status).toBe('in_progress');
+  });
+});
