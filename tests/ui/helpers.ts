@@ -16,7 +16,8 @@ export async function openSidebar(page: Page) {
   const tab = page.locator('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="gpudojo-sidebar"]');
   await expect(tab).toBeVisible();
   const panel = page.locator('#gpudojo-sidebar');
-  if (!(await panel.isVisible())) {
+  // The tab is current when the panel is open (restored or not); clicking then would close it.
+  if (!/lm-mod-current/.test((await tab.getAttribute('class')) ?? '')) {
     await tab.click();
   }
   await expect(panel).toBeVisible();

@@ -8,6 +8,9 @@ mkdir -p "$state/root" "$state/settings" "$state/workspaces"
 # No news pop-up over what the tests look at.
 mkdir -p "$state/settings/@jupyterlab/apputils-extension"
 echo '{"fetchNews": "false"}' > "$state/settings/@jupyterlab/apputils-extension/notification.jupyterlab-settings"
+# Every cell stays in the page (no windowing), so a test can read any cell's output.
+mkdir -p "$state/settings/@jupyterlab/notebook-extension"
+echo '{"windowingMode": "none"}' > "$state/settings/@jupyterlab/notebook-extension/tracker.jupyterlab-settings"
 root_flag=; [ "$(id -u)" = 0 ] && root_flag=--allow-root
 exec jupyter lab --no-browser $root_flag \
   --ServerApp.ip=127.0.0.1 --ServerApp.port="$port" --ServerApp.port_retries=0 \
