@@ -26,6 +26,10 @@ test('a learner opens lesson 1, runs it as a notebook, takes the quiz and comple
   // The quiz: answer every question, submit, see the score and the explanations.
   const quiz = lesson.locator('.gpudojo-quiz');
   await quiz.scrollIntoViewIfNeeded();
+  const retry = quiz.locator('.gpudojo-quiz-retry');
+  if (await retry.isVisible()) {
+    await retry.click(); // an earlier attempt (a retried test) is shown first
+  }
   const questions = quiz.locator('.gpudojo-quiz-question');
   await expect(questions).toHaveCount(5);
   for (let i = 0; i < 5; i++) {
@@ -37,7 +41,10 @@ test('a learner opens lesson 1, runs it as a notebook, takes the quiz and comple
   await keepScreenshot(page, 'lesson-quiz.png');
 
   // Mark complete: the sidebar mark follows.
-  await lesson.locator('.gpudojo-mark-complete').click();
+  const complete = lesson.locator('.gpudojo-mark-complete');
+  if ((await complete.getAttribute('data-status')) !== 'completed') {
+    await complete.click(); // (already done when this is a retry)
+  }
   await expect(lesson.locator('.gpudojo-mark-complete')).toHaveAttribute('data-status', 'completed');
   await expect(first).toHaveAttribute('data-status', 'completed');
 
@@ -57,10 +64,17 @@ test('a learner opens lesson 1, runs it as a notebook, takes the quiz and comple
     });
   }).toPass({ timeout: 90_000 });
   const firstCode = notebook.locator('.jp-CodeCell').first();
-  await firstCode.click();
-  await notebook.locator('.jp-Toolbar [data-command="notebook:run-cell-and-select-next"]').click();
-  await expect(firstCode.locator('.jp-OutputArea-output').first()).toBeVisible({ timeout: 60_000 });
-  await expect(firstCode.locator('.jp-InputPrompt')).toContainText('[1]');
+  const output = firstCode.locator('.jp-OutputArea-output').first();
+  const run = notebook.locator('.jp-Toolbar [data-command="notebook:run-cell-and-select-next"]');
+  // A kernel that is still connecting can drop the first request on a loaded machine: ask again.
+  await expect(async () => {
+    if ((await firstCode.locator('.jp-InputPrompt').textContent())?.includes('[ ]')) {
+      await firstCode.click();
+      await run.click();
+    }
+    await expect(output).toBeVisible({ timeout: 20_000 });
+  }).toPass({ timeout: 120_000 });
+  await expect(firstCode.locator('.jp-InputPrompt')).toContainText(/\[\d+\]/);
   await keepScreenshot(page, 'lesson-notebook.png');
 
   // Reload: progress is still there.

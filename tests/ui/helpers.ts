@@ -16,11 +16,13 @@ export async function openSidebar(page: Page) {
   const tab = page.locator('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="gpudojo-sidebar"]');
   await expect(tab).toBeVisible();
   const panel = page.locator('#gpudojo-sidebar');
-  // The tab is current when the panel is open (restored or not); clicking then would close it.
-  if (!/lm-mod-current/.test((await tab.getAttribute('class')) ?? '')) {
-    await tab.click();
-  }
-  await expect(panel).toBeVisible();
+  // The layout may still be restoring: click only while the panel is not shown, then look again.
+  await expect(async () => {
+    if (!(await panel.isVisible())) {
+      await tab.click();
+    }
+    await expect(panel).toBeVisible({ timeout: 3_000 });
+  }).toPass({ timeout: 30_000 });
   return panel;
 }
 

@@ -23,22 +23,9 @@ class Problem(_Model):
     message: str
 
 
-class LessonMeta(_Model):
-    """The `gpudojo:` block of a lesson's front matter."""
-
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
-    title: str = Field(min_length=1)
-    order: int = Field(ge=1)
-    minutes: int = Field(ge=1)
-    needs: Needs = "cpu"
-    cpu_path: str | None = None
-    objectives: list[str] = Field(default_factory=list)
-    labs: list[str] = Field(default_factory=list)
-    exercises: list[str] = Field(default_factory=list)
-
-
 class ItemMeta(_Model):
-    """The common part of a lab's lab.toml or an exercise's exercise.toml."""
+    """What every course item declares: a lab's lab.toml and an exercise's exercise.toml
+    hold this and more (their own issues define the rest)."""
 
     model_config = ConfigDict(extra="allow")
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
@@ -47,6 +34,15 @@ class ItemMeta(_Model):
     minutes: int = Field(ge=1)
     needs: Needs = "cpu"
     cpu_path: str | None = None
+
+
+class LessonMeta(ItemMeta):
+    """The `gpudojo:` block of a lesson's front matter."""
+
+    model_config = ConfigDict(extra="forbid")
+    objectives: list[str] = Field(default_factory=list)
+    labs: list[str] = Field(default_factory=list)
+    exercises: list[str] = Field(default_factory=list)
 
 
 class ProgressEntry(_Model):
