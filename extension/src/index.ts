@@ -25,6 +25,7 @@ import { GpuMonitor, MonitorSettings, createMonitorWidget } from './gpu/monitor'
 import { GpuSection } from './gpu/section';
 import { gpudojoIcon } from './icons';
 import { GpudojoSidebar, IGpudojoSidebar } from './sidebar/panel';
+import { showInMainArea } from './shell';
 
 export { IGpudojoSidebar } from './sidebar/panel';
 export { CommandIds } from './gpu/commands';
@@ -120,10 +121,7 @@ const gpuPlugin: JupyterFrontEndPlugin<void> = {
         if (!tracker.has(monitor)) {
           void tracker.add(monitor);
         }
-        if (!monitor.isAttached) {
-          app.shell.add(monitor, 'main');
-        }
-        app.shell.activateById(monitor.id);
+        showInMainArea(app, monitor);
         return monitor;
       }
     });

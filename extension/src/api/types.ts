@@ -197,14 +197,18 @@ export interface ProgressEntry {
   quiz_total?: number | null;
 }
 
-export interface CatalogItem {
-  kind: CourseKind;
+/** What every course item declares (ItemMeta on the server). */
+export interface CourseItemMeta {
   id: string;
   title: string;
   order: number;
   minutes: number;
   needs: CourseNeeds;
   cpu_path?: string | null;
+}
+
+export interface CatalogItem extends CourseItemMeta {
+  kind: CourseKind;
   progress: ProgressEntry;
 }
 
@@ -217,13 +221,7 @@ export interface Catalog {
 }
 
 /** The `gpudojo:` block of a lesson's front matter. */
-export interface LessonMeta {
-  id: string;
-  title: string;
-  order: number;
-  minutes: number;
-  needs: CourseNeeds;
-  cpu_path?: string | null;
+export interface LessonMeta extends CourseItemMeta {
   objectives: string[];
   labs: string[];
   exercises: string[];

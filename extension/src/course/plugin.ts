@@ -14,6 +14,7 @@ import { CourseCommandIds } from './commands';
 import { LessonView } from './lesson';
 import { CourseModel } from './model';
 import { CourseSection } from './section';
+import { showInMainArea } from '../shell';
 
 /** Rank of the Course section in the sidebar (above GPU, 500). */
 const COURSE_SECTION_RANK = 100;
@@ -89,10 +90,7 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
           widget.addClass('gpudojo-lesson');
           void tracker.add(widget);
         }
-        if (!widget.isAttached) {
-          app.shell.add(widget, 'main');
-        }
-        app.shell.activateById(widget.id);
+        showInMainArea(app, widget);
         return widget;
       }
     });
