@@ -282,3 +282,18 @@ def test_catalog_problem_for_a_quiz_with_no_right_answer(tmp_path):
     data = load_catalog(tmp_path, tmp_path / "labs")
     assert [p.field for p in data.problems] == ["questions.0.choices", "questions.1.choices"]
     assert [lesson.meta.id for lesson in data.lessons] == ["a"]
+
+
+def test_an_edited_lesson_is_served_fresh(tmp_path):
+    from gpudojo.course.catalog import CourseCatalog, lesson_cells
+
+    (tmp_path / "lessons").mkdir()
+    path = tmp_path / "lessons" / "01-a.md"
+    path.write_text(LESSON.format(id="a", title="A", order=1))
+    catalog = CourseCatalog(tmp_path, tmp_path / "labs")
+    catalog.recheck_s = 0
+    assert catalog.data().lessons[0].meta.title == "A"
+    assert next(c for c in lesson_cells(path) if c.type == "code").source == "print(1 + 1)"
+    path.write_text(LESSON.format(id="a", title="A, revised", order=1).replace("1 + 1", "2 + 2"))
+    assert catalog.data().lessons[0].meta.title == "A, revised"
+    assert next(c for c in lesson_cells(path) if c.type == "code").source == "print(2 + 2)"

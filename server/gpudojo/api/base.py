@@ -5,7 +5,7 @@ from __future__ import annotations
 import getpass
 import json
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from ..services import Services
+
+M = TypeVar("M", bound="BaseModel")
 
 # The resource name that jupyter_server's Authorizer sees for every gpudojo route.
 AUTH_RESOURCE = "gpudojo"
@@ -55,17 +57,15 @@ class GPUDojoHandler(ExtensionHandlerMixin, APIHandler):
         user = self.current_user
         return getattr(user, "username", None) or str(user)
 
-    def parse_body(self, model_name: str) -> Any:
-        """The request body validated as the named model of gpudojo.course.models; 4xx if not."""
+    def parse_body(self, model: type[M]) -> M:
+        """The request body validated as ``model``; a 4xx ApiError saying what is wrong if not."""
         from pydantic import ValidationError
-
-        from ..course import models
 
         body = self.request.body or b"{}"
         if len(body) > self.services.settings.max_body_bytes:
             raise ApiError(413, "too_large", "The request body is larger than the server accepts.")
         try:
-            return getattr(models, model_name).model_validate_json(body)
+            return model.model_validate_json(body)
         except ValidationError as err:
             detail = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in err.errors(include_url=False)]
             code = "invalid_json" if any(e["type"] == "json_invalid" for e in err.errors()) else "invalid_request"

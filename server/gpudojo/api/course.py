@@ -13,6 +13,13 @@ from .base import ApiError, GPUDojoHandler
 LESSON_ID = r"(?P<lesson_id>[a-z0-9][a-z0-9-]{0,99})"
 
 
+def _models():
+    # pydantic loads on the first course request, not at server start (see bench_start.py).
+    from ..course import models
+
+    return models
+
+
 class CourseHandler(GPUDojoHandler):
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a course service call off the event loop, mapping its errors to 4xx."""
@@ -54,7 +61,8 @@ class QuizHandler(CourseHandler):
     @web.authenticated
     @authorized
     async def post(self, lesson_id: str) -> None:
-        body = self.parse_body("QuizAnswers")
+        models = _models()
+        body = self.parse_body(models.QuizAnswers)
         result = await self.call(lambda c, u, i: c.answer_quiz(u, i, body.answers), self.user_name, lesson_id)
         self.write_model(result)
 
@@ -65,7 +73,8 @@ class ProgressHandler(CourseHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        update = self.parse_body("ProgressUpdate")
+        models = _models()
+        update = self.parse_body(models.ProgressUpdate)
         self.write_model(await self.call(lambda c, u: c.set_progress(u, update), self.user_name))
 
 
@@ -81,6 +90,7 @@ class NotebookHandler(CourseHandler):
     @web.authenticated
     @authorized
     async def post(self, lesson_id: str) -> None:
-        body = self.parse_body("NotebookRequest")
+        models = _models()
+        body = self.parse_body(models.NotebookRequest)
         copy = await self.call(lambda c, u, i: c.open_notebook(u, i, body.overwrite), self.user_name, lesson_id)
         self.write_model(copy)

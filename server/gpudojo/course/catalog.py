@@ -7,8 +7,10 @@ content or labs folder changes (checked by modification times, cheaply).
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
+import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,6 +150,13 @@ def load_catalog(content_root: Path, labs_root: Path) -> CatalogData:
 
 def lesson_cells(path: Path) -> list[LessonCell]:
     """The lesson's cells as jupytext reads them (markdown, and code with GPU tags)."""
+    st = path.stat()
+    return list(_lesson_cells(path, st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=64)
+def _lesson_cells(path: Path, mtime_ns: int, size: int) -> tuple[LessonCell, ...]:
+    # Keyed by the file's version, so an edited lesson is parsed again and nothing stale is served.
     import jupytext
 
     nb = jupytext.read(path, fmt="md:myst")
@@ -164,7 +173,7 @@ def lesson_cells(path: Path) -> list[LessonCell]:
                 expected_on=extra.get("expected_on"),
             )
         )
-    return cells
+    return tuple(cells)
 
 
 def table_of_contents(cells: list[LessonCell]) -> list[TocEntry]:
@@ -181,10 +190,14 @@ def table_of_contents(cells: list[LessonCell]) -> list[TocEntry]:
 class CourseCatalog:
     """The catalog of one content and one labs folder, re-read when files change."""
 
+    # Authors' edits show up within this many seconds; requests in between skip the file scan.
+    recheck_s = 1.0
+
     def __init__(self, content_root: Path, labs_root: Path) -> None:
         self.content_root = content_root
         self.labs_root = labs_root
         self._lock = threading.Lock()
+        self._checked_at = -float("inf")
         self._stamp: tuple[tuple[str, float, int], ...] | None = None
         self._data = CatalogData()
 
@@ -201,8 +214,11 @@ class CourseCatalog:
     def data(self) -> CatalogData:
         """The current catalog (re-read only if a manifest changed)."""
         with self._lock:
-            stamp = self._fingerprint()
-            if stamp != self._stamp:
-                self._data = load_catalog(self.content_root, self.labs_root)
-                self._stamp = stamp
+            now = time.monotonic()
+            if now - self._checked_at >= self.recheck_s:
+                self._checked_at = now
+                stamp = self._fingerprint()
+                if stamp != self._stamp:
+                    self._data = load_catalog(self.content_root, self.labs_root)
+                    self._stamp = stamp
             return self._data
