@@ -76,8 +76,8 @@ $(STAMP)/chromium:
 	@touch $@
 
 lint: setup
-	$(BIN)/ruff check server tests/python bench
-	$(BIN)/ruff format --check server tests/python bench
+	$(BIN)/ruff check server tests/python bench labs
+	$(BIN)/ruff format --check server tests/python bench labs
 	$(BIN)/jlpm lint
 
 test-python: setup
@@ -95,7 +95,7 @@ test-wheel: setup
 	bash tests/packaging/check_wheel.sh
 
 bench: setup
-	cd bench && $(BIN)/python bench_start.py && $(BIN)/python bench_devices.py && $(BIN)/python bench_telemetry.py
+	cd bench && $(BIN)/python bench_start.py && $(BIN)/python bench_devices.py && $(BIN)/python bench_telemetry.py && $(BIN)/python bench_compile.py
 
 clean:
 	rm -rf $(STAMP) lib server/gpudojo/labextension tsconfig.tsbuildinfo dist test-results

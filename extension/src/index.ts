@@ -1,7 +1,7 @@
 /**
  * gpudojo's JupyterLab plugins: the sidebar (which features add sections to),
- * the course (sidebar section, lesson views) and the GPU feature (sidebar
- * section, monitor, commands, settings).
+ * the course (sidebar section, lesson views), the GPU feature (sidebar
+ * section, monitor, commands, settings) and the kernel playground.
  */
 
 import {
@@ -24,12 +24,15 @@ import { DevicesModel } from './gpu/devicesModel';
 import { GpuMonitor, MonitorSettings, createMonitorWidget } from './gpu/monitor';
 import { GpuSection } from './gpu/section';
 import { gpudojoIcon } from './icons';
+import { kernelsPlugin } from './kernels/plugin';
 import { GpudojoSidebar, IGpudojoSidebar } from './sidebar/panel';
 import { showInMainArea } from './shell';
 
 export { IGpudojoSidebar } from './sidebar/panel';
 export { CommandIds } from './gpu/commands';
 export { CourseCommandIds } from './course/commands';
+export { KernelCommandIds } from './kernels/commands';
+export type { PlaygroundArgs } from './kernels/commands';
 
 const PALETTE_CATEGORY = 'gpudojo';
 
@@ -155,4 +158,4 @@ const gpuPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [sidebarPlugin, coursePlugin, gpuPlugin];
+export default [sidebarPlugin, coursePlugin, gpuPlugin, kernelsPlugin];

@@ -15,3 +15,10 @@ def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     from .app import GPUDojo
 
     return [{"module": "gpudojo", "app": GPUDojo}]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext gpudojo``: the ``%%cuda`` cell magic."""
+    from .kernels.notebook import load_ipython_extension as load
+
+    load(ipython)

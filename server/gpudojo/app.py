@@ -46,6 +46,18 @@ class GPUDojo(ExtensionApp):
     max_body_bytes = Integer(1 << 20, help="Largest request body or websocket message gpudojo accepts (bytes).").tag(
         config=True
     )
+    kernel_compile_timeout_s = Float(20.0, help="A kernel compile still going after this many seconds is stopped.").tag(
+        config=True
+    )
+    kernel_run_timeout_s = Float(60.0, help="A kernel run (GPU or simulator) is killed after this many seconds.").tag(
+        config=True
+    )
+    kernel_max_source_bytes = Integer(64 * 1024, help="Largest kernel source gpudojo compiles (bytes).").tag(
+        config=True
+    )
+    simulator_max_threads = Integer(
+        4096, help="Most threads (grid x block) one launch may have in numba's CUDA simulator."
+    ).tag(config=True)
 
     @default("data_dir")
     def _default_data_dir(self) -> str:
@@ -70,6 +82,10 @@ class GPUDojo(ExtensionApp):
                 root_dir=self.serverapp.root_dir,
                 content_dir=self.content_dir,
                 labs_dir=self.labs_dir,
+                kernel_compile_timeout_s=self.kernel_compile_timeout_s,
+                kernel_run_timeout_s=self.kernel_run_timeout_s,
+                kernel_max_source_bytes=self.kernel_max_source_bytes,
+                simulator_max_threads=self.simulator_max_threads,
             )
         )
         source = f"replaying {self.gpu_replay_file}" if self.gpu_replay_file else "live NVML"

@@ -136,6 +136,97 @@ def _progress(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kernel_source(path: str) -> tuple[str, str]:
+    from pathlib import Path
+
+    return Path(path).read_text(encoding="utf-8"), ("numba" if path.endswith(".py") else "cuda")
+
+
+def _kernel_options(args: argparse.Namespace) -> dict:
+    defines = dict(d.partition("=")[::2] for d in args.define)
+    return {"opt_level": args.opt, "max_registers": args.maxrregcount, "fast_math": args.fast_math, "defines": defines}
+
+
+def _kernel(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from .kernels import notebook
+    from .kernels.report import compile_text, run_text
+    from .kernels.service import CompileFailure, KernelRequestError
+    from .kernels.spec import SpecError
+
+    try:
+        source, language = _kernel_source(args.file)
+    except OSError as err:
+        print(f"gpudojo kernel: {err}", file=sys.stderr)
+        return 2
+    try:
+        if args.kernel_command == "compile":
+            report = notebook.compile(
+                source, arch=args.arch, language=language, block_size=args.block_size, **_kernel_options(args)
+            )
+            print(
+                report.result.model_dump_json(indent=2)
+                if args.json
+                else compile_text(report.result, sass=args.sass, ptx=args.ptx)
+            )
+            return 0 if report.result.ok else 1
+        dims = notebook._dims
+        run = notebook.run(
+            source,
+            kernel=args.kernel,
+            grid=dims(args.grid),
+            block=dims(args.block),
+            args=args.args,
+            expected=args.expect,
+            language=language,
+            arch=args.arch,
+            options=_kernel_options(args),
+            mode=args.mode,
+        )
+        print(run.result.model_dump_json(indent=2) if args.json else run_text(run.result))
+        return {"passed": 0, "ran": 0, "not_run": 3}.get(run.result.status, 1)
+    except (KernelRequestError, SpecError, ValidationError) as err:
+        print(f"gpudojo kernel: {err}", file=sys.stderr)
+        return 2
+    except CompileFailure as err:
+        print(f"gpudojo kernel: {err}", file=sys.stderr)
+        return 1
+    finally:
+        notebook.service().close()
+
+
+def _add_kernel_parsers(sub: argparse._SubParsersAction) -> None:
+    k = sub.add_parser("kernel", help="Compile a CUDA C (.cu) or numba (.py) kernel, or run it.")
+    ksub = k.add_subparsers(dest="kernel_command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("file", help="kernel source: .cu for CUDA C, .py for numba")
+    common.add_argument("--arch", help="sm_80, sm_90, ... (default: this machine's GPU, else sm_80)")
+    common.add_argument("-O", dest="opt", type=int, default=3, choices=range(4), help="ptxas optimisation level")
+    common.add_argument("--maxrregcount", type=int, default=None, help="cap registers per thread")
+    common.add_argument("--fast-math", action="store_true")
+    common.add_argument("-D", dest="define", action="append", default=[], metavar="NAME=VALUE")
+    common.add_argument("--json", action="store_true", help="print the full result as JSON")
+    c = ksub.add_parser("compile", parents=[common], help="PTX, SASS, registers, shared memory, occupancy.")
+    c.add_argument("--sass", action="store_true", help="print SASS with source lines")
+    c.add_argument("--ptx", action="store_true", help="print the PTX")
+    c.add_argument("--block-size", type=int, default=256, help="threads per block for the occupancy figure")
+    c.set_defaults(func=_kernel)
+    r = ksub.add_parser("run", parents=[common], help="Launch once (checked), then time: GPU or numba simulator.")
+    r.add_argument("--kernel", required=True, help="kernel name")
+    r.add_argument("--grid", required=True, help="blocks, e.g. 16 or 4,4")
+    r.add_argument("--block", required=True, help="threads per block, e.g. 256 or 16,16")
+    r.add_argument(
+        "--args",
+        required=True,
+        metavar="SPEC",
+        help='e.g. "a:float32=2 x:float32[4096]=random y:float32[4096]=ones:out n:int32=4096"',
+    )
+    r.add_argument("--expect", help='NumPy expectations, e.g. "y=a*x+y"')
+    r.add_argument("--mode", choices=["auto", "gpu", "simulator"], default="auto")
+    r.set_defaults(func=_kernel)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpudojo", description="GPU workbench and course tools.")
     parser.add_argument("--version", action="version", version=f"gpudojo {__version__}")
@@ -159,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("paths", help="Where the course content and labs are read from.")
     p.set_defaults(func=_paths)
+    _add_kernel_parsers(sub)
     return parser
 
 

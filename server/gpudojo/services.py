@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .course.service import CourseService
     from .gpu.probe import GpuProbe
     from .gpu.telemetry import TelemetrySampler
+    from .kernels.service import GpuTarget, KernelService
 
 T = TypeVar("T")
 
@@ -39,6 +40,10 @@ class Settings:
     root_dir: str = "."
     content_dir: str = ""
     labs_dir: str = ""
+    kernel_compile_timeout_s: float = 20.0
+    kernel_run_timeout_s: float = 60.0
+    kernel_max_source_bytes: int = 64 * 1024
+    simulator_max_threads: int = 4096
 
 
 class Services:
@@ -48,6 +53,10 @@ class Services:
         self.gpu_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpudojo-gpu")
         # File and SQLite work (catalog, lessons, progress) also stays off the event loop.
         self.io_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="gpudojo-io")
+        # Compiles queue on one thread (one warm worker); kernel runs, each in its own child
+        # process, wait on threads of their own.
+        self.kernel_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpudojo-compile")
+        self.run_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="gpudojo-kernel-run")
         self._devices_cache: tuple[float, str] | None = None
 
     @cached_property
@@ -87,6 +96,39 @@ class Services:
         store = ProgressStore(Path(s.data_dir) / "gpudojo.sqlite3")
         return CourseService(catalog, store, Path(s.root_dir))
 
+    @cached_property
+    def kernels(self) -> KernelService:
+        from pathlib import Path
+
+        from .kernels.service import KernelLimits, KernelService
+
+        s = self.settings
+        limits = KernelLimits(
+            compile_timeout_s=s.kernel_compile_timeout_s,
+            run_timeout_s=s.kernel_run_timeout_s,
+            max_source_bytes=s.kernel_max_source_bytes,
+            simulator_max_threads=s.simulator_max_threads,
+        )
+        return KernelService(Path(s.data_dir) / "kernel-cache", limits)
+
+    async def gpu_target(self) -> GpuTarget | None:
+        """GPU 0 of this machine for kernel runs; None without one (a replayed recording is
+        not a GPU either)."""
+        from .kernels.service import GpuTarget
+
+        probe = self.probe
+        doc = await self.in_gpu_thread(probe.devices)
+        if doc.mode != "gpu" or not doc.gpus:
+            return None
+        cc = doc.gpus[0].compute_capability or ""
+        return GpuTarget(name=doc.gpus[0].name, arch="sm_" + cc.replace(".", ""))
+
+    async def in_kernel_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.kernel_executor, fn, *args)
+
+    async def in_run_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.run_executor, fn, *args)
+
     async def in_gpu_thread(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.gpu_executor, fn, *args)
 
@@ -109,7 +151,11 @@ class Services:
             await self.sampler.stop()
         if "course" in self.__dict__:
             await self.in_io_thread(self.course.store.close)
+        if "kernels" in self.__dict__:
+            await self.in_kernel_thread(self.kernels.close)
         if "probe" in self.__dict__:
             await self.in_gpu_thread(self.probe.close)
         self.gpu_executor.shutdown(wait=False)
         self.io_executor.shutdown(wait=False)
+        self.kernel_executor.shutdown(wait=False)
+        self.run_executor.shutdown(wait=False)

@@ -1,11 +1,14 @@
-import type { Catalog } from '../../extension/src/api/types';
+import type { Catalog, KernelExamples } from '../../extension/src/api/types';
 import { CourseModel, ProgressChange } from '../../extension/src/course/model';
 import { catalog, item } from './courseFixtures';
+import { labExamples } from './kernelsFixtures';
 
-/** A catalog source whose answers the test releases one by one. */
+/** A catalog source whose catalog answers the test releases one by one (examples answer at once). */
 class FakeSource {
   calls = 0;
   next: Catalog | Error = catalog();
+  exampleCalls = 0;
+  nextExamples: KernelExamples | Error = { examples: [], problems: [] };
   private _waiting: Array<() => void> = [];
   hold = false;
 
@@ -18,6 +21,12 @@ class FakeSource {
       return new Promise(settle);
     }
     return new Promise((resolve, reject) => this._waiting.push(() => settle(resolve, reject)));
+  }
+
+  getKernelExamples(): Promise<KernelExamples> {
+    this.exampleCalls++;
+    const answer = this.nextExamples;
+    return answer instanceof Error ? Promise.reject(answer) : Promise.resolve(structuredClone(answer));
   }
 
   release(): void {
@@ -93,5 +102,37 @@ describe('CourseModel', () => {
     await Promise.all([first, second, third]);
     expect(source.calls).toBe(2);
     expect(model.item('lesson', 'intro')?.progress.status).toBe('in_progress');
+  });
+
+  it('knows which labs have kernel examples, asking once per load for all labs', async () => {
+    const source = new FakeSource();
+    source.next = catalog({ labs: [item('lab', 'lab-01-cuda-hello', 1), item('lab', 'lab-02-memory', 2)] });
+    source.nextExamples = labExamples();
+    const model = new CourseModel(source);
+    await model.refresh();
+    expect(source.exampleCalls).toBe(1);
+    expect(model.hasKernelExamples('lab-01-cuda-hello')).toBe(true);
+    // lab-02's only [[kernels]] entry has a problem: nothing to open.
+    expect(model.hasKernelExamples('lab-02-memory')).toBe(false);
+    await model.refresh();
+    expect(source.exampleCalls).toBe(2);
+  });
+
+  it('keeps the course, and the labs known before, when the examples cannot be loaded', async () => {
+    const source = new FakeSource();
+    source.next = catalog({ labs: [item('lab', 'lab-01-cuda-hello', 1)] });
+    source.nextExamples = labExamples();
+    const model = new CourseModel(source);
+    await model.refresh();
+    source.nextExamples = new Error('Cannot reach the Jupyter server');
+    const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+    try {
+      await model.refresh();
+    } finally {
+      warn.mockRestore();
+    }
+    expect(model.error).toBeNull();
+    expect(model.catalog?.labs).toHaveLength(1);
+    expect(model.hasKernelExamples('lab-01-cuda-hello')).toBe(true);
   });
 });

@@ -143,7 +143,8 @@ async def test_errors_are_json_without_traceback(jp_fetch):
 
 
 def _concrete(pattern: str) -> str:
-    return openapi_path(pattern).replace("{lesson_id}", "gpu-intro")
+    path = openapi_path(pattern).replace("{lesson_id}", "gpu-intro")
+    return path.replace("{run_id}", "20261202-120000-abcdef").replace("{group}", "sweep-0123456789")
 
 
 REST_CALLS = [
@@ -152,7 +153,9 @@ REST_CALLS = [
     for verb, doc in getattr(handler, "api_doc", {}).items()
     if not doc.get("websocket")
 ]
-WS_ROUTES = [path for path, handler in ROUTES if getattr(handler, "api_doc", {}).get("get", {}).get("websocket")]
+WS_ROUTES = [
+    _concrete(path) for path, handler in ROUTES if getattr(handler, "api_doc", {}).get("get", {}).get("websocket")
+]
 
 
 @pytest.mark.parametrize(("path", "method"), REST_CALLS)

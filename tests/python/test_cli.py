@@ -82,6 +82,8 @@ def test_progress_lists_the_course_with_status_and_quiz_scores(tmp_path, capsys)
     from gpudojo.paths import material_root
 
     lessons = sorted(p for p in (material_root("content") / "lessons").glob("*.md") if not p.stem.isupper())
+    labs = sorted(material_root("labs").glob("*/lab.toml"))
+    exercises = sorted((material_root("content") / "exercises").glob("*/exercise.toml"))
     store = ProgressStore(tmp_path / "gpudojo.sqlite3")
     first_id = "gpu-intro"
     store.set_status("ada", "lesson", first_id, "completed")
@@ -89,7 +91,7 @@ def test_progress_lists_the_course_with_status_and_quiz_scores(tmp_path, capsys)
     store.close()
     assert main(["progress", "--user", "ada", "--data-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert f"Progress of ada: 1 of {len(lessons)} completed" in out
+    assert f"Progress of ada: 1 of {len(lessons) + len(labs) + len(exercises)} completed" in out
     assert "[x] lesson    1. GPU computing for AI" in out and "quiz 4/5" in out
     assert main(["progress", "--user", "ada", "--data-dir", str(tmp_path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

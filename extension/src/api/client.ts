@@ -9,14 +9,22 @@ import { ServerConnection } from '@jupyterlab/services';
 import { GpudojoApiError, errorFromResponse } from './errors';
 import { TelemetryStream, TelemetryStreamOptions } from './telemetry';
 import type {
+  ArchList,
   Catalog,
+  CompileRequest,
+  CompileResult,
   CourseKind,
   DevicesResponse,
+  KernelExamples,
   LessonDoc,
   NotebookCopy,
+  OccupancyReport,
+  OccupancyRequest,
   ProgressEntry,
   ProgressStatus,
-  QuizResult
+  QuizResult,
+  RunRequest,
+  RunResult
 } from './types';
 
 export { GpudojoApiError } from './errors';
@@ -110,18 +118,49 @@ export class GpudojoClient {
     });
   }
 
+  /** GET kernels/archs: the architectures this server compiles for, and which compilers it has. */
+  getKernelArchs(): Promise<ArchList> {
+    return requestAPI<ArchList>('kernels/archs', { method: 'GET' }, this.serverSettings);
+  }
+
+  /** GET kernels/examples: the kernel launches the labs offer (of lab `lab` only, when given). */
+  getKernelExamples(lab?: string): Promise<KernelExamples> {
+    const query = lab ? `?lab=${encodeURIComponent(lab)}` : '';
+    return requestAPI<KernelExamples>(`kernels/examples${query}`, { method: 'GET' }, this.serverSettings);
+  }
+
+  /**
+   * POST kernels/compile: PTX, SASS, resources and occupancy, or diagnostics (ok false).
+   *
+   * `signal` aborts the request when a newer edit made it stale.
+   */
+  compileKernel(request: CompileRequest, signal?: AbortSignal): Promise<CompileResult> {
+    return this._post<CompileResult>('kernels/compile', request, signal);
+  }
+
+  /** POST kernels/occupancy: theoretical occupancy of a kernel's resources at one block size. */
+  kernelOccupancy(request: OccupancyRequest, signal?: AbortSignal): Promise<OccupancyReport> {
+    return this._post<OccupancyReport>('kernels/occupancy', request, signal);
+  }
+
+  /** POST kernels/run: launch on the GPU, in the simulator, or compile only; `mode` says which ran. */
+  runKernel(request: RunRequest, signal?: AbortSignal): Promise<RunResult> {
+    return this._post<RunResult>('kernels/run', request, signal);
+  }
+
   /** A telemetry stream (not yet connected) asking for `rateHz` samples per second. */
   openTelemetry(rateHz: number): TelemetrySocket {
     return new TelemetrySocket({ settings: this.serverSettings, rateHz });
   }
 
-  private _post<T>(endPoint: string, body: unknown): Promise<T> {
+  private _post<T>(endPoint: string, body: unknown, signal?: AbortSignal): Promise<T> {
     return requestAPI<T>(
       endPoint,
       {
         method: 'POST',
         body: JSON.stringify(body),
-        headers: { 'Content-Type': 'application/json' }
+        headers: { 'Content-Type': 'application/json' },
+        signal
       },
       this.serverSettings
     );

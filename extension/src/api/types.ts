@@ -300,3 +300,338 @@ export interface NotebookCopy {
   /** False when an earlier copy was kept (the learner's edits are never lost). */
   created: boolean;
 }
+
+/* Kernels: mirrors server/gpudojo/kernels/models.py. Lines and columns are 1-based. */
+
+export type KernelLanguage = 'cuda' | 'numba';
+
+export type DiagnosticSeverity = 'error' | 'warning' | 'note';
+
+/** The resource that caps the blocks per SM. */
+export type OccupancyLimiter = 'warps' | 'blocks' | 'registers' | 'shared_memory';
+
+export type ArrayDtype =
+  | 'float16'
+  | 'float32'
+  | 'float64'
+  | 'int8'
+  | 'int32'
+  | 'int64'
+  | 'uint8'
+  | 'uint32'
+  | 'uint64';
+
+export type ScalarDtype = 'float32' | 'float64' | 'int32' | 'int64' | 'uint32' | 'uint64';
+
+/** Where a run happened: a real GPU, numba's CUDA simulator, or nowhere (compiled only). */
+export type RunMode = 'gpu' | 'simulator' | 'none';
+
+/** The compiler options a learner may set (the server passes nothing else to the compiler). */
+export interface CompileOptions {
+  /** ptxas optimisation level, 0-3. */
+  opt_level?: number;
+  /** -maxrregcount, 16-255, or null for the compiler's choice. */
+  max_registers?: number | null;
+  fast_math?: boolean;
+  /** -D NAME=VALUE (CUDA C only). */
+  defines?: Record<string, string>;
+  std?: 'c++11' | 'c++14' | 'c++17' | 'c++20';
+}
+
+/** POST kernels/compile. */
+export interface CompileRequest {
+  source: string;
+  language?: KernelLanguage;
+  /** e.g. 'sm_90'. */
+  arch?: string;
+  options?: CompileOptions;
+  /** numba only: kernel name -> signature, for kernels whose @cuda.jit names none. */
+  signatures?: Record<string, string>;
+  sass?: boolean;
+  /** Threads per block for the occupancy figure. */
+  block_size?: number;
+  dynamic_shared_bytes?: number;
+}
+
+export interface Diagnostic {
+  /** 1-based line in the source sent; null when the compiler named none. */
+  line?: number | null;
+  column?: number | null;
+  severity: DiagnosticSeverity;
+  message: string;
+}
+
+export interface SassInstruction {
+  /** Byte offset in the function. */
+  offset: number;
+  text: string;
+  /** Source line this instruction came from, when known. */
+  line?: number | null;
+}
+
+/** Theoretical occupancy of one kernel at one block size on one architecture. */
+export interface Occupancy {
+  block_size: number;
+  registers_per_thread: number;
+  /** Static + dynamic + the per-block reserve. */
+  shared_bytes_per_block: number;
+  active_blocks_per_sm: number;
+  active_warps_per_sm: number;
+  max_warps_per_sm: number;
+  /** Active warps / max warps, 0..1. */
+  occupancy: number;
+  limited_by: OccupancyLimiter;
+  /** Blocks per SM each resource allows. */
+  blocks_limit: Record<string, number>;
+  /** Why this kernel cannot launch at this size, if it cannot. */
+  error?: string | null;
+}
+
+export interface OccupancyPoint {
+  block_size: number;
+  active_warps_per_sm: number;
+  /** 0..1 */
+  occupancy: number;
+  limited_by: OccupancyLimiter;
+}
+
+/** Resources of one compiled kernel. */
+export interface KernelReport {
+  /** The name in the source (demangled). */
+  name: string;
+  /** The symbol in the cubin. */
+  symbol: string;
+  registers: number;
+  /** Static shared memory per block. */
+  shared_bytes: number;
+  constant_bytes: number;
+  stack_bytes: number;
+  local_bytes?: number;
+  spill_stores_bytes: number;
+  spill_loads_bytes: number;
+  barriers: number;
+  sass: SassInstruction[];
+  occupancy: Occupancy;
+  /** Occupancy over block sizes 32..1024 (step 32). */
+  curve: OccupancyPoint[];
+}
+
+export interface CompileTimings {
+  compile_ms: number;
+  sass_ms: number;
+  total_ms: number;
+}
+
+/** POST kernels/compile's answer: ok false (with diagnostics) when the code does not compile. */
+export interface CompileResult {
+  ok: boolean;
+  language: KernelLanguage;
+  arch: string;
+  cached: boolean;
+  /** The cache key: a hash of source, language, arch and options. */
+  key: string;
+  /** What compiled it, with versions. */
+  compiler: string;
+  diagnostics: Diagnostic[];
+  log: string;
+  ptx: string;
+  /** For each PTX line, the source line it came from. */
+  ptx_lines: Array<number | null>;
+  kernels: KernelReport[];
+  /** Outputs cut at the size cap: 'ptx', 'sass'. */
+  truncated: string[];
+  timings: CompileTimings;
+}
+
+/** Per-SM limits of one architecture. */
+export interface ArchLimits {
+  arch: string;
+  compute_capability: string;
+  /** e.g. 'Ampere'. */
+  family: string;
+  /** GPUs with this architecture. */
+  examples: string;
+  max_threads_per_block: number;
+  max_warps_per_sm: number;
+  max_blocks_per_sm: number;
+  registers_per_sm: number;
+  max_registers_per_thread: number;
+  register_allocation_unit: number;
+  shared_bytes_per_sm: number;
+  max_shared_bytes_per_block: number;
+  shared_allocation_unit: number;
+  reserved_shared_bytes_per_block: number;
+  warp_size: number;
+}
+
+/** GET kernels/archs: the architectures this server compiles for, and the compilers found. */
+export interface ArchList {
+  archs: ArchLimits[];
+  default_arch: string;
+  nvrtc_version?: string | null;
+  numba_available: boolean;
+  /** Why kernels cannot be compiled here, when they cannot. */
+  compiler_problem?: string | null;
+  /** The architecture of GPU 0, when there is one. */
+  gpu_arch?: string | null;
+  /** GPU 0's name, when this machine has a GPU. */
+  gpu_name?: string | null;
+  max_source_bytes: number;
+  simulator_max_threads: number;
+}
+
+/** POST kernels/occupancy. */
+export interface OccupancyRequest {
+  arch: string;
+  registers_per_thread: number;
+  /** Static + dynamic shared memory per block. */
+  shared_bytes_per_block?: number;
+  block_size: number;
+}
+
+export interface OccupancyReport {
+  occupancy: Occupancy;
+  curve: OccupancyPoint[];
+}
+
+export interface ArrayArg {
+  kind: 'array';
+  name: string;
+  dtype?: ArrayDtype;
+  /** 1 to 3 dimensions, each at least 1. */
+  shape: number[];
+  init?: 'zeros' | 'ones' | 'arange' | 'random' | 'full';
+  /** Fill value for init 'full'. */
+  value?: number;
+  /** Seed for init 'random'. */
+  seed?: number;
+  /** Read back after the launch and checked. */
+  output?: boolean;
+}
+
+export interface ScalarArg {
+  kind: 'scalar';
+  name: string;
+  dtype?: ScalarDtype;
+  value: number;
+}
+
+export type KernelArg = ArrayArg | ScalarArg;
+
+/** POST kernels/run. */
+export interface RunRequest {
+  source: string;
+  language?: KernelLanguage;
+  /** extern "C" name, or the Python name. */
+  kernel: string;
+  grid: number[];
+  block: number[];
+  /** Dynamic shared memory per block. */
+  shared_bytes?: number;
+  args: KernelArg[];
+  /** Output name -> NumPy expression over the inputs, e.g. 'a * x + y'. */
+  expected?: Record<string, string>;
+  rtol?: number;
+  atol?: number;
+  warmup?: number;
+  repeats?: number;
+  arch?: string | null;
+  options?: CompileOptions;
+  mode?: 'auto' | 'gpu' | 'simulator';
+}
+
+export interface OutputCheck {
+  name: string;
+  ok: boolean;
+  /** False when no expected expression was given. */
+  checked: boolean;
+  max_abs_error?: number | null;
+  mismatches: number;
+  /** {index, got, expected} of the first wrong element. */
+  first_mismatch?: { index: number[]; got: number; expected: number } | null;
+  /** The first values of the output. */
+  preview: number[];
+}
+
+export interface RunTiming {
+  warmup: number;
+  repeats: number;
+  mean_ms: number;
+  min_ms: number;
+  max_ms: number;
+  /** e.g. 'CUDA events' or 'wall clock (simulator)'. */
+  method: string;
+}
+
+export type RunErrorKind =
+  | 'compile_error'
+  | 'launch_error'
+  | 'out_of_bounds'
+  | 'illegal_address'
+  | 'timeout'
+  | 'crashed'
+  | 'bad_spec'
+  | 'check_error'
+  | 'exception';
+
+export interface RunError {
+  kind: RunErrorKind;
+  message: string;
+  /** threadIdx of the failing thread, when known. */
+  thread?: number[] | null;
+  /** blockIdx of the failing thread, when known. */
+  block?: number[] | null;
+  line?: number | null;
+}
+
+/** POST kernels/run's answer; `mode` says what produced it. */
+export interface RunResult {
+  status: 'passed' | 'failed' | 'ran' | 'not_run' | 'error';
+  mode: RunMode;
+  /** What this mode is and what it cannot show. */
+  mode_note: string;
+  device?: string | null;
+  checks: OutputCheck[];
+  timing?: RunTiming | null;
+  error?: RunError | null;
+  stdout: string;
+  /** The compile report (always for CUDA C). */
+  compile?: CompileResult | null;
+  wall_ms: number;
+}
+
+/** A launch a lab offers to the playground: a [[kernels]] entry of its lab.toml, with the file's source. */
+export interface KernelExample {
+  /** The lab's id. */
+  lab: string;
+  /** Position among the lab's kernels (0-based). */
+  index: number;
+  title: string;
+  /** The file in the lab's folder the source came from. */
+  file: string;
+  language: KernelLanguage;
+  /** extern "C" name, or the Python name. */
+  kernel: string;
+  grid: number[];
+  block: number[];
+  /** Dynamic shared memory per block (bytes). */
+  shared_bytes: number;
+  args: KernelArg[];
+  /** Output name -> NumPy expression over the inputs. */
+  expected: Record<string, string>;
+  source: string;
+}
+
+/** A [[kernels]] entry the server could not offer, and why. */
+export interface KernelExampleProblem {
+  lab: string;
+  /** Position among the lab's kernels; null when the whole lab.toml failed. */
+  index?: number | null;
+  message: string;
+}
+
+/** GET kernels/examples: the kernels labs offer to the playground. */
+export interface KernelExamples {
+  examples: KernelExample[];
+  problems: KernelExampleProblem[];
+}

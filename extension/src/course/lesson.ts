@@ -22,7 +22,7 @@ import { formatMinutes } from './catalog';
 import { CourseCommandIds } from './commands';
 import { CourseModel } from './model';
 import { QuizView } from './quiz';
-import { renderNeedsTag } from './section';
+import { openLabKernels, renderNeedsTag } from './section';
 import { HeadingInfo, codeFence, locateTocHeadings, mermaidFences } from './toc';
 
 /** The calls a lesson makes (GpudojoClient satisfies it). */
@@ -56,7 +56,7 @@ export class LessonView extends Panel {
     const known = options.model.item('lesson', options.lessonId);
     this.title.label = known?.title ?? options.lessonId;
     this.title.caption = this.title.label;
-    options.model.changed.connect(this._syncProgressFromCatalog, this);
+    options.model.changed.connect(this._onCatalogChanged, this);
     void this.load();
   }
 
@@ -118,7 +118,7 @@ export class LessonView extends Panel {
     if (this.isDisposed) {
       return;
     }
-    this._options.model.changed.disconnect(this._syncProgressFromCatalog, this);
+    this._options.model.changed.disconnect(this._onCatalogChanged, this);
     super.dispose();
   }
 
@@ -282,12 +282,16 @@ export class LessonView extends Panel {
     if (doc.related.length) {
       const list = h('ul', { className: 'gpudojo-lesson-related-list' });
       for (const item of doc.related) {
+        const link = this._itemLink(item, 'gpudojo-related-link');
+        if (item.kind === 'lab') {
+          this._labLinks.push({ item, link });
+        }
         list.appendChild(
           h(
             'li',
             { attrs: { 'data-kind': item.kind, 'data-id': item.id } },
             h('span', { className: 'gpudojo-kind-tag', text: item.kind }),
-            this._itemLink(item, 'gpudojo-related-link')
+            link
           )
         );
       }
@@ -308,17 +312,47 @@ export class LessonView extends Panel {
     return parts.length ? h('footer', { className: 'gpudojo-lesson-footer' }, ...parts) : null;
   }
 
-  /** A link that opens a lesson; other kinds only show their title for now. */
+  /** A link that opens a lesson, or a lab's kernels in the playground; other items only show their title. */
   private _itemLink(item: RelatedItem, className: string, text = item.title): HTMLElement {
-    if (item.kind !== 'lesson') {
+    const action = this._action(item);
+    if (!action) {
       return h('span', { className, text });
     }
-    const link = h('a', { className, text, attrs: { href: '#' } });
+    const link = h('a', { className, text, title: action.title, attrs: { href: '#' } });
     link.addEventListener('click', event => {
       event.preventDefault();
-      void this._options.commands.execute(CourseCommandIds.openLesson, { id: item.id });
+      action.open();
     });
     return link;
+  }
+
+  /** What following a link to `item` does, or null when there is nothing to open yet. */
+  private _action(item: RelatedItem): { open: () => void; title: string } | null {
+    const { commands, model } = this._options;
+    if (item.kind === 'lesson') {
+      return { open: () => void commands.execute(CourseCommandIds.openLesson, { id: item.id }), title: '' };
+    }
+    if (item.kind === 'lab' && model.hasKernelExamples(item.id)) {
+      return { open: () => openLabKernels(commands, item), title: 'Open this lab’s kernels in the Kernel Playground' };
+    }
+    return null;
+  }
+
+  private _onCatalogChanged(): void {
+    this._syncProgressFromCatalog();
+    this._syncLabLinks();
+  }
+
+  /** Link the related labs whose kernel examples arrived after the lesson was drawn (or unlink them). */
+  private _syncLabLinks(): void {
+    for (const entry of this._labLinks) {
+      const linked = entry.link.tagName === 'A';
+      if (linked !== this._options.model.hasKernelExamples(entry.item.id)) {
+        const fresh = this._itemLink(entry.item, entry.link.className);
+        entry.link.replaceWith(fresh);
+        entry.link = fresh;
+      }
+    }
   }
 
   /** A widget rendering `source` with JupyterLab's markdown renderer (math, code, mermaid). */
@@ -406,6 +440,7 @@ export class LessonView extends Panel {
       widget.dispose();
     }
     this._body = null;
+    this._labLinks = [];
     this._markComplete = null;
     this._actionError = null;
   }
@@ -417,4 +452,6 @@ export class LessonView extends Panel {
   private _body: Panel | null = null;
   private _markComplete: HTMLButtonElement | null = null;
   private _actionError: HTMLElement | null = null;
+  /** The related labs' links, redrawn when which labs have kernel examples changes. */
+  private _labLinks: Array<{ item: RelatedItem; link: HTMLElement }> = [];
 }

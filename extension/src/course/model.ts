@@ -1,11 +1,14 @@
 /** CourseModel: the catalog with this user's progress, shared by the sidebar and lesson views. */
 
 import { ISignal, Signal } from '@lumino/signaling';
-import type { Catalog, CatalogItem, CourseKind, ProgressEntry } from '../api/types';
+import type { Catalog, CatalogItem, CourseKind, KernelExamples, ProgressEntry } from '../api/types';
+import { labsWithExamples } from '../kernels/examples';
 
 /** The part of the API client the model uses (GpudojoClient satisfies it). */
 export interface CatalogSource {
   getCatalog(): Promise<Catalog>;
+  /** All labs' kernel examples: which labs can open in the Kernel Playground. */
+  getKernelExamples(): Promise<KernelExamples>;
 }
 
 /** Which item's progress changed; `entry` when the new state is known. */
@@ -43,6 +46,11 @@ export class CourseModel {
   /** True while a load is in flight. */
   get loading(): boolean {
     return this._pending !== null;
+  }
+
+  /** Whether lab `id` offers kernel examples, so it opens in the Kernel Playground. */
+  hasKernelExamples(id: string): boolean {
+    return this._labsWithExamples.has(id);
   }
 
   /** The catalog item of `kind`/`id`, or null. */
@@ -96,12 +104,20 @@ export class CourseModel {
     try {
       do {
         this._again = false;
+        // Asked once per load for all labs, not per item: the sidebar renders often.
+        const labs = this._source.getKernelExamples().then(labsWithExamples, (error: unknown) => {
+          // Labs then only lose their playground link; the course itself is fine.
+          console.warn('gpudojo: the labs’ kernel examples could not be loaded.', error);
+          return null;
+        });
         try {
           this._catalog = await this._source.getCatalog();
           this._error = null;
         } catch (error) {
           this._error = (error as Error).message ?? String(error);
         }
+        // A failed fetch keeps the labs known before, rather than unlinking them for a blip.
+        this._labsWithExamples = (await labs) ?? this._labsWithExamples;
       } while (this._again);
     } finally {
       this._pending = null;
@@ -111,6 +127,7 @@ export class CourseModel {
 
   private _source: CatalogSource;
   private _catalog: Catalog | null = null;
+  private _labsWithExamples: ReadonlySet<string> = new Set();
   private _error: string | null = null;
   private _pending: Promise<void> | null = null;
   private _again = false;

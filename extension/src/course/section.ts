@@ -6,6 +6,7 @@ import { Widget } from '@lumino/widgets';
 import type { CatalogItem, CourseProblem } from '../api/types';
 import { h } from '../dom';
 import { formatMinutes, groupCatalog, needsTag, progressMark } from './catalog';
+import { KernelCommandIds } from '../kernels/commands';
 import { CourseCommandIds } from './commands';
 import { CourseModel } from './model';
 
@@ -21,6 +22,25 @@ export function renderNeedsTag(item: Pick<CatalogItem, 'needs' | 'cpu_path'>): H
     title: tag.tooltip,
     attrs: { 'aria-label': tag.tooltip }
   });
+}
+
+/** Make `row` act as a button: click, Enter and Space run `open`. */
+export function makeClickable(row: HTMLElement, open: () => void): void {
+  row.classList.add('gpudojo-mod-clickable');
+  row.tabIndex = 0;
+  row.setAttribute('role', 'button');
+  row.addEventListener('click', open);
+  row.addEventListener('keydown', event => {
+    if (event.key === 'Enter' || event.key === ' ') {
+      event.preventDefault();
+      open();
+    }
+  });
+}
+
+/** Open lab `lab`'s kernel examples in its Kernel Playground. */
+export function openLabKernels(commands: CommandRegistry, lab: Pick<CatalogItem, 'id' | 'title'>): void {
+  void commands.execute(KernelCommandIds.openPlayground, { lab: lab.id, labTitle: lab.title });
 }
 
 /** The progress mark: an empty circle, a half circle or a check. */
@@ -118,19 +138,11 @@ export class CourseSection extends Widget {
       renderProgressMark(status)
     );
     if (item.kind === 'lesson') {
-      row.classList.add('gpudojo-mod-clickable');
-      row.tabIndex = 0;
-      row.setAttribute('role', 'button');
-      const open = () => {
-        void this._commands.execute(CourseCommandIds.openLesson, { id: item.id });
-      };
-      row.addEventListener('click', open);
-      row.addEventListener('keydown', event => {
-        if (event.key === 'Enter' || event.key === ' ') {
-          event.preventDefault();
-          open();
-        }
-      });
+      makeClickable(row, () => void this._commands.execute(CourseCommandIds.openLesson, { id: item.id }));
+    } else if (item.kind === 'lab' && this._model.hasKernelExamples(item.id)) {
+      row.setAttribute('data-kernels', 'true');
+      row.title = `${item.title}: open its kernels in the Kernel Playground`;
+      makeClickable(row, () => openLabKernels(this._commands, item));
     }
     return row;
   }

@@ -36,9 +36,13 @@ def build_openapi(routes: list[tuple[str, type]], prefix: str) -> dict[str, Any]
 
     from ..course import models as course_models
     from ..gpu import models as gpu_models
+    from ..kernels import models as kernel_models
 
     def model(name: str) -> type[BaseModel]:
-        return getattr(gpu_models, name, None) or getattr(course_models, name)
+        for module in (gpu_models, course_models, kernel_models):
+            if hasattr(module, name):
+                return getattr(module, name)
+        raise LookupError(f"no model named {name}")
 
     models: list[type[BaseModel]] = []
     for _, handler in routes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .course import LESSON_ID, CatalogHandler, LessonHandler, NotebookHandler, ProgressHandler, QuizHandler
 from .gpu import DevicesHandler, TelemetryHandler
+from .kernels import ArchsHandler, CompileHandler, ExamplesHandler, OccupancyHandler, RunHandler
 from .openapi import OpenAPIHandler
 
 API_PREFIX = "gpudojo/api"
@@ -16,6 +17,11 @@ ROUTES: list[tuple[str, type]] = [
     (f"course/lessons/{LESSON_ID}/quiz", QuizHandler),
     (f"course/lessons/{LESSON_ID}/notebook", NotebookHandler),
     ("course/progress", ProgressHandler),
+    ("kernels/archs", ArchsHandler),
+    ("kernels/examples", ExamplesHandler),
+    ("kernels/compile", CompileHandler),
+    ("kernels/occupancy", OccupancyHandler),
+    ("kernels/run", RunHandler),
     ("openapi.json", OpenAPIHandler),
 ]
 

@@ -1,0 +1,114 @@
+/**
+ * CodeMirror extensions of the playground's editor: diagnostic marks (a line
+ * decoration with data-diag-line and a wavy underline), the highlighted line
+ * an assembly line came from, and a listener for text and cursor changes.
+ *
+ * @codemirror/state and /view are JupyterLab's shared singletons, so these
+ * fields and effects work in the editor JupyterLab created.
+ */
+
+import { EditorState, Extension, Range, StateEffect, StateField } from '@codemirror/state';
+import { Decoration, DecorationSet, EditorView, ViewUpdate } from '@codemirror/view';
+import type { Diagnostic } from '../api/types';
+import { LineSource, diagnosticMarks } from './diagnostics';
+
+/** Replace the diagnostics shown in the editor. */
+export const setDiagnostics = StateEffect.define<ReadonlyArray<Diagnostic>>();
+
+/** The editor's document as diagnosticMarks reads it. */
+function lineSource(state: EditorState): LineSource {
+  return {
+    lines: state.doc.lines,
+    line: n => state.doc.line(n)
+  };
+}
+
+/** The decorations of `diagnostics` in `state`'s document. */
+export function diagnosticDecorations(state: EditorState, diagnostics: ReadonlyArray<Diagnostic>): DecorationSet {
+  const ranges: Range<Decoration>[] = [];
+  for (const mark of diagnosticMarks(diagnostics, lineSource(state))) {
+    const title = mark.messages.join('\n');
+    ranges.push(
+      Decoration.line({
+        class: `gpudojo-diag-line gpudojo-diag-${mark.severity}`,
+        attributes: { 'data-diag-line': String(mark.line), title }
+      }).range(mark.lineFrom)
+    );
+    for (const underline of mark.underlines) {
+      ranges.push(
+        Decoration.mark({
+          class: `gpudojo-diag-underline gpudojo-diag-${underline.severity}`,
+          attributes: { title }
+        }).range(underline.from, underline.to)
+      );
+    }
+  }
+  return Decoration.set(ranges, true);
+}
+
+const diagnosticsField = StateField.define<DecorationSet>({
+  create: () => Decoration.none,
+  update(marks, tr) {
+    // Edits move the marks with the text until the next compile replaces them.
+    let next = marks.map(tr.changes);
+    for (const effect of tr.effects) {
+      if (effect.is(setDiagnostics)) {
+        next = diagnosticDecorations(tr.state, effect.value);
+      }
+    }
+    return next;
+  },
+  provide: field => EditorView.decorations.from(field)
+});
+
+/** Highlight one source line (1-based), or none with null: the line of a clicked assembly line. */
+export const setLinkedLine = StateEffect.define<number | null>();
+
+const linkedLineField = StateField.define<DecorationSet>({
+  create: () => Decoration.none,
+  update(marks, tr) {
+    let next = marks.map(tr.changes);
+    for (const effect of tr.effects) {
+      if (effect.is(setLinkedLine)) {
+        const line = effect.value;
+        next =
+          line && line >= 1 && line <= tr.state.doc.lines
+            ? Decoration.set([
+                Decoration.line({ class: 'gpudojo-linked-line' }).range(tr.state.doc.line(line).from)
+              ])
+            : Decoration.none;
+      }
+    }
+    return next;
+  },
+  provide: field => EditorView.decorations.from(field)
+});
+
+/** What the playground hears from its editor. */
+export interface EditorListener {
+  /** The text changed. */
+  onText(text: string): void;
+  /** The cursor moved to `line` (1-based). */
+  onCursorLine(line: number): void;
+}
+
+/** The playground's editor extensions: marks, the linked line, and a listener. */
+export function playgroundExtensions(listener: EditorListener): Extension {
+  let lastLine = 0;
+  return [
+    diagnosticsField,
+    linkedLineField,
+    EditorView.updateListener.of((update: ViewUpdate) => {
+      if (update.docChanged) {
+        listener.onText(update.state.doc.toString());
+      }
+      if (update.selectionSet || update.docChanged) {
+        const line = update.state.doc.lineAt(update.state.selection.main.head).number;
+        if (line !== lastLine) {
+          lastLine = line;
+          listener.onCursorLine(line);
+        }
+      }
+    })
+  ];
+}

@@ -1,0 +1,233 @@
+/**
+ * KernelPlayground: write a kernel, see its PTX, SASS, resources and
+ * occupancy as you type, and run it. The layout is the toolbar on top, the
+ * editor and the run panel on the left, the compile outputs in tabs on the right.
+ */
+
+import { MainAreaWidget } from '@jupyterlab/apputils';
+import { CodeEditor } from '@jupyterlab/codeeditor';
+import { MessageLoop } from '@lumino/messaging';
+import { Panel, SplitPanel, TabPanel, Widget } from '@lumino/widgets';
+import type { GpudojoClient } from '../api/client';
+import { gpudojoIcon } from '../icons';
+import type { PlaygroundArgs } from './commands';
+import { playgroundId } from './commands';
+import { ExamplesMenu } from './examplesMenu';
+import { PlaygroundChange, PlaygroundModel } from './model';
+import { OccupancyPanel } from './occupancyView';
+import { LogPanel, PtxPanel, ResourcesPanel, SassPanel } from './outputs';
+import { RunPanel } from './runPanel';
+import { SourceEditor } from './sourceEditor';
+import { PlaygroundToolbar } from './toolbar';
+
+export interface KernelPlaygroundOptions {
+  client: GpudojoClient;
+  editorFactory: CodeEditor.Factory;
+  args: PlaygroundArgs;
+}
+
+export class KernelPlayground extends Panel {
+  constructor(options: KernelPlaygroundOptions) {
+    super();
+    this.addClass('gpudojo-playground');
+    const { args } = options;
+    this.givenTitle = args.title;
+    this.lab = args.lab;
+    this.labTitle = args.labTitle;
+    const model = (this.model = new PlaygroundModel({
+      source: options.client,
+      language: args.language,
+      text: args.source,
+      arch: args.arch,
+      run: args.run
+    }));
+
+    this._toolbar = new PlaygroundToolbar(model);
+    this._examples = args.lab
+      ? new ExamplesMenu({ lab: args.lab, labTitle: args.labTitle, source: options.client, model })
+      : null;
+    if (this._examples) {
+      this._toolbar.addLeadingControl(this._examples.node);
+    }
+    this._editor = new SourceEditor({
+      factory: options.editorFactory,
+      text: model.source,
+      language: model.language,
+      onText: text => model.setSource(text),
+      onCursorLine: line => this._onCursorLine(line)
+    });
+    this._run = new RunPanel({ model, goToLine: line => this._editor.goToLine(line) });
+
+    this._ptx = new PtxPanel(model);
+    this._sass = new SassPanel(model);
+    this._resources = new ResourcesPanel(model);
+    this._occupancy = new OccupancyPanel(model);
+    this._log = new LogPanel(model);
+    this._tabs = new TabPanel();
+    this._tabs.addClass('gpudojo-playground-outputs');
+    for (const widget of [this._ptx, this._sass, this._resources, this._occupancy, this._log]) {
+      this._tabs.addWidget(widget);
+    }
+    for (const listing of [this._ptx, this._sass]) {
+      listing.sourceLineClicked.connect((_, line) => {
+        // The listing the learner clicked in stays where it is; only the editor moves.
+        this._revealListings = false;
+        try {
+          this._editor.goToLine(line);
+        } finally {
+          this._revealListings = true;
+        }
+        this._editor.setLinkedLine(line);
+      });
+    }
+
+    const left = new SplitPanel({ orientation: 'vertical', spacing: 4 });
+    left.addClass('gpudojo-playground-left');
+    left.addWidget(this._editor);
+    left.addWidget(this._run);
+    left.setRelativeSizes([3, 2]);
+    const main = new SplitPanel({ orientation: 'horizontal', spacing: 4 });
+    main.addClass('gpudojo-playground-main');
+    main.addWidget(left);
+    main.addWidget(this._tabs);
+    main.setRelativeSizes([1, 1]);
+
+    // The toolbar takes its natural height (it wraps on narrow screens); the split takes the rest.
+    this.addWidget(this._toolbar);
+    this.addWidget(main);
+    this._resizeObserver = new ResizeObserver(() => {
+      if (main.isAttached) {
+        MessageLoop.sendMessage(main, Widget.ResizeMessage.UnknownSize);
+      }
+    });
+    this._resizeObserver.observe(main.node);
+
+    model.changed.connect(this._onModelChanged, this);
+    this._refreshOutputs();
+    void this._start(args.source === undefined);
+  }
+
+  readonly model: PlaygroundModel;
+
+  /** The title the command gave (playgrounds are found again by it); undefined for the plain one. */
+  readonly givenTitle: string | undefined;
+
+  /** The lab whose kernel examples the toolbar offers, if any. */
+  readonly lab: string | undefined;
+
+  /** That lab's title, as the command gave it. */
+  readonly labTitle: string | undefined;
+
+  /** Re-read theme colours (the occupancy chart draws with them). */
+  refreshTheme(): void {
+    this._occupancy.refreshTheme();
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._resizeObserver.disconnect();
+    this.model.dispose();
+    super.dispose();
+  }
+
+  /**
+   * Fetch the lab's examples and the architectures. A lab's playground opened
+   * without a source waits for its examples and loads the first, so the
+   * starter is never compiled only to be replaced.
+   */
+  private async _start(loadFirstExample: boolean): Promise<void> {
+    const examples = this._examples?.fetch();
+    if (examples && loadFirstExample) {
+      await examples;
+      if (this.isDisposed) {
+        return;
+      }
+      this._examples?.loadFirst();
+    }
+    await this.model.loadArchs();
+  }
+
+  private _onModelChanged(_: PlaygroundModel, change: PlaygroundChange): void {
+    switch (change) {
+      case 'archs':
+      case 'settings':
+        this._toolbar.refresh();
+        this._run.refresh();
+        break;
+      case 'language':
+      case 'loaded':
+        this._editor.setLanguage(this.model.language);
+        this._editor.setText(this.model.source);
+        this._toolbar.refresh();
+        this._run.refreshForm();
+        this._run.refresh();
+        break;
+      case 'form':
+        this._run.refreshForm();
+        break;
+      case 'compile':
+        this._toolbar.refreshStatus();
+        this._refreshOutputs();
+        this._editor.setDiagnostics(this.model.marks);
+        break;
+      case 'kernel':
+        this._sass.refresh();
+        this._sass.highlightSource(this._cursorLine, false);
+        this._occupancy.refresh();
+        break;
+      case 'occupancy':
+        this._occupancy.refresh();
+        break;
+      case 'run':
+        this._run.refresh();
+        this._editor.setDiagnostics(this.model.marks);
+        break;
+      case 'source':
+        break;
+    }
+  }
+
+  private _refreshOutputs(): void {
+    for (const panel of [this._ptx, this._sass, this._resources, this._occupancy, this._log]) {
+      panel.refresh();
+    }
+    this._ptx.highlightSource(this._cursorLine, false);
+    this._sass.highlightSource(this._cursorLine, false);
+  }
+
+  private _onCursorLine(line: number): void {
+    this._cursorLine = line;
+    this._editor.setLinkedLine(null);
+    this._ptx.highlightSource(line, this._revealListings);
+    this._sass.highlightSource(line, this._revealListings);
+  }
+
+  private _toolbar: PlaygroundToolbar;
+  private _examples: ExamplesMenu | null;
+  private _editor: SourceEditor;
+  private _run: RunPanel;
+  private _ptx: PtxPanel;
+  private _sass: SassPanel;
+  private _resources: ResourcesPanel;
+  private _occupancy: OccupancyPanel;
+  private _log: LogPanel;
+  private _tabs: TabPanel;
+  private _cursorLine: number | null = null;
+  private _revealListings = true;
+  private _resizeObserver: ResizeObserver;
+}
+
+/** The playground in a main-area tab, with its id, title and icon. */
+export function createPlaygroundWidget(options: KernelPlaygroundOptions): MainAreaWidget<KernelPlayground> {
+  const content = new KernelPlayground(options);
+  const widget = new MainAreaWidget({ content });
+  widget.id = playgroundId(options.args.title);
+  widget.title.label = options.args.title ?? 'Kernel Playground';
+  widget.title.caption = 'Write a GPU kernel; see its PTX, SASS, registers and occupancy; run it';
+  widget.title.icon = gpudojoIcon;
+  widget.title.closable = true;
+  widget.addClass('gpudojo-playground-panel');
+  return widget;
+}

@@ -1,0 +1,113 @@
+/** The kernels plugin: the Kernel Playground, its command, palette and launcher entries, and restoring it. */
+
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICommandPalette, IThemeManager, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import { IEditorServices } from '@jupyterlab/codeeditor';
+import { ILauncher } from '@jupyterlab/launcher';
+import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
+import { GpudojoClient } from '../api/client';
+import { gpudojoIcon } from '../icons';
+import { showInMainArea } from '../shell';
+import { KernelCommandIds, playgroundId, readPlaygroundArgs } from './commands';
+import { Debouncer } from './latest';
+import type { PlaygroundChange } from './model';
+import { KernelPlayground, createPlaygroundWidget } from './playground';
+
+const PALETTE_CATEGORY = 'gpudojo';
+
+/** Quiet time before a playground's source is saved for restoring (ms). */
+const SAVE_DELAY_MS = 1000;
+
+/** Changes to what a reload restores (the rest is fetched or computed again). */
+const SAVED_CHANGES: ReadonlySet<PlaygroundChange> = new Set<PlaygroundChange>(['source', 'language', 'settings', 'form', 'loaded']);
+
+export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'gpudojo:kernels',
+  description: 'The Kernel Playground: CUDA C and numba kernels with PTX, SASS, resources, occupancy and runs.',
+  autoStart: true,
+  requires: [IEditorServices],
+  optional: [ICommandPalette, ILauncher, ILayoutRestorer, IThemeManager],
+  activate: (
+    app: JupyterFrontEnd,
+    editorServices: IEditorServices,
+    palette: ICommandPalette | null,
+    launcher: ILauncher | null,
+    restorer: ILayoutRestorer | null,
+    themeManager: IThemeManager | null
+  ) => {
+    const client = new GpudojoClient(app.serviceManager.serverSettings);
+    const tracker = new WidgetTracker<MainAreaWidget<KernelPlayground>>({
+      namespace: 'gpudojo-kernel-playground'
+    });
+
+    app.commands.addCommand(KernelCommandIds.openPlayground, {
+      label: args => {
+        const { title } = readPlaygroundArgs(args);
+        return title ? `Open Kernel Playground: ${title}` : 'Open Kernel Playground';
+      },
+      caption: 'Write a CUDA C or numba kernel; see its PTX, SASS, registers and occupancy; run it',
+      icon: args => (args['isPalette'] ? undefined : gpudojoIcon),
+      execute: args => {
+        const parsed = readPlaygroundArgs(args);
+        const id = playgroundId(parsed.title);
+        // A playground that is open already keeps the learner's edits: reveal it as it is.
+        let widget = tracker.find(w => w.id === id && !w.isDisposed) ?? null;
+        if (!widget) {
+          widget = createPlaygroundWidget({
+            client,
+            editorFactory: editorServices.factoryService.newDocumentEditor,
+            args: parsed
+          });
+          const opened = widget;
+          // Save the source now and then, so a reload reopens it as it was.
+          const save = new Debouncer(() => void tracker.save(opened), SAVE_DELAY_MS);
+          opened.content.model.changed.connect((_, change) => {
+            if (SAVED_CHANGES.has(change)) {
+              save.schedule();
+            }
+          });
+          opened.disposed.connect(() => save.cancel());
+          void tracker.add(opened);
+        }
+        showInMainArea(app, widget);
+        return widget;
+      }
+    });
+
+    if (palette) {
+      palette.addItem({ command: KernelCommandIds.openPlayground, category: PALETTE_CATEGORY });
+    }
+    if (launcher) {
+      launcher.add({ command: KernelCommandIds.openPlayground, category: 'gpudojo', rank: 20 });
+    }
+    if (themeManager) {
+      themeManager.themeChanged.connect(() => {
+        // Let the new theme's stylesheet apply before reading its colours.
+        requestAnimationFrame(() => tracker.forEach(widget => widget.content.refreshTheme()));
+      });
+    }
+    if (restorer) {
+      void restorer.restore(tracker, {
+        command: KernelCommandIds.openPlayground,
+        args: widget => {
+          const { model, givenTitle, lab, labTitle } = widget.content;
+          const snapshot = model.snapshot();
+          // The source is saved too, so a restored lab playground keeps the learner's code, not the first example.
+          const args: ReadonlyPartialJSONObject = {
+            ...snapshot,
+            run: { ...snapshot.run } as ReadonlyPartialJSONObject,
+            ...(givenTitle ? { title: givenTitle } : {}),
+            ...(lab ? { lab } : {}),
+            ...(labTitle ? { labTitle } : {})
+          };
+          return args;
+        },
+        name: widget => widget.id
+      });
+    }
+  }
+};

@@ -1,0 +1,473 @@
+"""The kernel service: compiles through a warm worker process, caches by content hash,
+adds occupancy, and runs kernels in a fresh child process per run.
+
+Plain Python, no HTTP: the REST handlers, the CLI and the ``%%cuda`` magic all call this.
+Nothing here imports a CUDA library; the worker processes do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from .models import ArchList, CompileRequest, CompileResult, OccupancyReport, OccupancyRequest, RunRequest, RunResult
+from .occupancy import arch_table, limits_for, occupancy, occupancy_curve
+
+DEFAULT_ARCH = "sm_80"
+
+
+class KernelRequestError(ValueError):
+    """A request the service refuses (too big, unknown arch, over the simulator's budget)."""
+
+    def __init__(self, message: str, status: int = 400, code: str = "invalid_request") -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class CompileFailure(RuntimeError):
+    """The compile worker could not answer: it hung (and was stopped) or died."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class GpuTarget:
+    """The GPU a run would use: its name and architecture (from the NVML probe)."""
+
+    name: str
+    arch: str
+
+
+@dataclass(frozen=True)
+class KernelLimits:
+    compile_timeout_s: float = 20.0
+    run_timeout_s: float = 60.0
+    max_source_bytes: int = 64 * 1024
+    max_ptx_bytes: int = 4 * 1024 * 1024
+    max_sass_instructions: int = 100_000
+    simulator_max_threads: int = 4096
+    max_array_elements: int = 1 << 26
+    cache_entries: int = 128
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the child's whole session (it was started in its own)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+
+
+class CompileWorker:
+    """One warm ``python -m gpudojo.worker.compile`` process, JSON lines over pipes."""
+
+    def __init__(self, log_path: Path, python: str = sys.executable) -> None:
+        self.log_path = log_path
+        self.python = python
+        self.proc: subprocess.Popen | None = None
+        self.info: dict[str, Any] = {}
+        self._buffer = b""
+
+    def start(self, timeout_s: float) -> dict[str, Any]:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [self.python, "-m", "gpudojo.worker.compile"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+            )
+        self._buffer = b""
+        self.info = self._read_line(timeout_s)
+        return self.info
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def call(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError as err:
+            raise CompileFailure("crashed", "The compiler process had stopped; it has been restarted.") from err
+        return self._read_line(timeout_s)
+
+    def _read_line(self, timeout_s: float) -> dict[str, Any]:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    self.stop()
+                    raise CompileFailure("timeout", f"The compiler took longer than {timeout_s:g} s and was stopped.")
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    code = self.proc.wait()
+                    self.proc = None
+                    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+                    raise CompileFailure("crashed", f"The compiler process died ({how}); it has been restarted.")
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return json.loads(line)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _kill_group(self.proc)
+            self.proc = None
+
+
+class KernelService:
+    def __init__(
+        self,
+        cache_dir: Path,
+        limits: KernelLimits | None = None,
+        python: str = sys.executable,
+    ) -> None:
+        self.cache_dir = cache_dir
+        self.limits = limits or KernelLimits()
+        self.python = python
+        self._worker = CompileWorker(cache_dir / "compile-worker.log", python)
+        self._lock = threading.Lock()
+        self._memory: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._runs: set[subprocess.Popen] = set()
+        self.worker_starts = 0
+        self.compiler_calls = 0
+
+    # --- the warm worker ------------------------------------------------------------------
+
+    def _ensure_worker(self) -> dict[str, Any]:
+        if not self._worker.alive:
+            self.worker_starts += 1
+            info = self._worker.start(timeout_s=max(self.limits.compile_timeout_s, 60.0))
+            if not info.get("ready"):
+                self._worker.stop()
+                raise CompileFailure("no_compiler", info.get("error", {}).get("message", "no compiler"))
+        return self._worker.info
+
+    def warm_up(self) -> None:
+        """Start the worker now so the first compile does not wait for it."""
+        with self._lock, contextlib.suppress(CompileFailure):
+            self._ensure_worker()
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self._worker.proc.pid if self._worker.alive and self._worker.proc else None
+
+    def close(self) -> None:
+        """Stop the compile worker and kill every kernel run still going (server shutdown)."""
+        for proc in list(self._runs):
+            _kill_group(proc)
+        with self._lock:
+            self._worker.stop()
+
+    # --- archs and occupancy --------------------------------------------------------------
+
+    def archs(self, gpu: GpuTarget | None = None) -> ArchList:
+        problem = None
+        info: dict[str, Any] = {}
+        with self._lock:
+            try:
+                info = self._ensure_worker()
+            except CompileFailure as err:
+                problem = str(err)
+        supported = set(info.get("archs", [])) if info else set()
+        table = arch_table()
+        archs = [a for name, a in table.items() if not supported or name in supported]
+        gpu_arch = gpu.arch if gpu else None
+        return ArchList(
+            archs=archs,
+            default_arch=gpu_arch if gpu_arch in table else DEFAULT_ARCH,
+            nvrtc_version=info.get("nvrtc_version"),
+            numba_available=bool(info.get("numba_version")),
+            compiler_problem=problem,
+            gpu_arch=gpu_arch,
+            gpu_name=gpu.name if gpu else None,
+            max_source_bytes=self.limits.max_source_bytes,
+            simulator_max_threads=self.limits.simulator_max_threads,
+        )
+
+    def occupancy(self, req: OccupancyRequest) -> OccupancyReport:
+        self._check_arch(req.arch)
+        return OccupancyReport(
+            occupancy=occupancy(req.arch, req.registers_per_thread, req.shared_bytes_per_block, req.block_size),
+            curve=occupancy_curve(req.arch, req.registers_per_thread, req.shared_bytes_per_block),
+        )
+
+    def _check_arch(self, arch: str) -> None:
+        try:
+            limits_for(arch)
+        except KeyError as err:
+            raise KernelRequestError(str(err.args[0]), code="unknown_arch") from err
+
+    # --- compile --------------------------------------------------------------------------
+
+    def cache_key(self, req: CompileRequest) -> str:
+        material = {
+            "gpudojo": __version__,
+            "source": req.source,
+            "language": req.language,
+            "arch": req.arch,
+            "options": req.options.model_dump(),
+            "signatures": req.signatures if req.language == "numba" else {},
+            "sass": req.sass,
+        }
+        return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+    def _cache_get(self, key: str) -> dict[str, Any] | None:
+        if key in self._memory:
+            self._memory.move_to_end(key)
+            return self._memory[key]
+        path = self.cache_dir / key[:2] / f"{key}.json"
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        self._remember(key, raw)
+        return raw
+
+    def _remember(self, key: str, raw: dict[str, Any]) -> None:
+        self._memory[key] = raw
+        self._memory.move_to_end(key)
+        while len(self._memory) > self.limits.cache_entries:
+            self._memory.popitem(last=False)
+
+    def _cache_put(self, key: str, raw: dict[str, Any]) -> None:
+        self._remember(key, raw)
+        path = self.cache_dir / key[:2] / f"{key}.json"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(raw), encoding="utf-8")
+            tmp.replace(path)
+        except OSError:
+            pass  # the cache is an optimisation; a read-only data dir only costs speed
+
+    def compile(self, req: CompileRequest) -> CompileResult:
+        t0 = time.perf_counter()
+        if len(req.source.encode()) > self.limits.max_source_bytes:
+            raise KernelRequestError(
+                f"The source is {len(req.source.encode())} bytes; the most this server compiles is "
+                f"{self.limits.max_source_bytes}.",
+                status=413,
+                code="too_large",
+            )
+        self._check_arch(req.arch)
+        key = self.cache_key(req)
+        raw = self._cache_get(key)
+        cached = raw is not None
+        if raw is None:
+            message = {"op": "compile", "request": req.model_dump()}
+            with self._lock:
+                self._ensure_worker()
+                self.compiler_calls += 1
+                try:
+                    raw = self._worker.call(message, self.limits.compile_timeout_s)
+                except CompileFailure:
+                    self._worker.stop()
+                    raise
+            if "error" in raw:
+                raise CompileFailure(raw["error"]["kind"], raw["error"]["message"])
+            raw = self._cap(raw)
+            self._cache_put(key, raw)
+        return self._report(req, key, raw, cached, t0)
+
+    def _cap(self, raw: dict[str, Any]) -> dict[str, Any]:
+        truncated = []
+        limit = self.limits.max_ptx_bytes
+        if len(raw.get("ptx", "")) > limit:
+            cut = raw["ptx"][:limit]
+            raw["ptx"] = cut[: cut.rfind("\n") + 1] + "// ... cut: PTX longer than the server's cap\n"
+            raw["ptx_lines"] = raw["ptx_lines"][: raw["ptx"].count("\n")]
+            truncated.append("ptx")
+        budget = self.limits.max_sass_instructions
+        for kernel in raw.get("kernels", []):
+            if len(kernel["sass"]) > budget:
+                kernel["sass"] = kernel["sass"][:budget]
+                truncated.append("sass")
+            budget = max(budget - len(kernel["sass"]), 0)
+        raw["truncated"] = sorted(set(truncated))
+        return raw
+
+    def _report(self, req: CompileRequest, key: str, raw: dict[str, Any], cached: bool, t0: float) -> CompileResult:
+        kernels = []
+        for k in raw.get("kernels", []):
+            shared = k["shared_bytes"] + req.dynamic_shared_bytes
+            kernels.append(
+                {
+                    **k,
+                    "occupancy": occupancy(req.arch, k["registers"], shared, req.block_size),
+                    "curve": occupancy_curve(req.arch, k["registers"], shared),
+                }
+            )
+        timings = dict(raw.get("timings", {}))
+        if cached:
+            timings = {"compile_ms": 0.0, "sass_ms": 0.0}
+        timings["total_ms"] = (time.perf_counter() - t0) * 1000
+        return CompileResult.model_validate(
+            {
+                **{k: v for k, v in raw.items() if k not in ("kernels", "timings")},
+                "language": req.language,
+                "arch": req.arch,
+                "cached": cached,
+                "key": key,
+                "kernels": kernels,
+                "timings": timings,
+            }
+        )
+
+    # --- run ------------------------------------------------------------------------------
+
+    def run(self, req: RunRequest, gpu: GpuTarget | None) -> RunResult:
+        t0 = time.perf_counter()
+        for arg in req.args:
+            if arg.kind == "array":
+                elements = 1
+                for n in arg.shape:
+                    elements *= n
+                if elements > self.limits.max_array_elements:
+                    raise KernelRequestError(
+                        f"Array {arg.name} has {elements} elements; the most is {self.limits.max_array_elements}."
+                    )
+        use_gpu = gpu is not None and req.mode in ("auto", "gpu")
+        if req.mode == "gpu" and gpu is None:
+            raise KernelRequestError("mode 'gpu' was asked for but this machine has no usable GPU.", code="no_gpu")
+        report: CompileResult | None = None
+        if req.language == "cuda":
+            arch = req.arch or (gpu.arch if use_gpu and gpu and gpu.arch in arch_table() else DEFAULT_ARCH)
+            report = self.compile(
+                CompileRequest(
+                    source=req.source,
+                    language="cuda",
+                    arch=arch,
+                    options=req.options,
+                    block_size=_prod(req.block),
+                    dynamic_shared_bytes=req.shared_bytes,
+                )
+            )
+            if not report.ok:
+                return RunResult(
+                    status="error",
+                    mode="none",
+                    mode_note="The kernel did not compile; nothing ran.",
+                    error={"kind": "compile_error", "message": _first_error(report)},
+                    compile=report,
+                    wall_ms=(time.perf_counter() - t0) * 1000,
+                )
+            if req.kernel not in {k.name for k in report.kernels} | {k.symbol for k in report.kernels}:
+                names = ", ".join(k.name for k in report.kernels) or "none"
+                raise KernelRequestError(
+                    f"No kernel named {req.kernel!r} in the source (kernels: {names}).", code="unknown_kernel"
+                )
+            if not use_gpu:
+                return RunResult(
+                    status="not_run",
+                    mode="none",
+                    mode_note="Compiled, not run: no GPU. CUDA C kernels need a GPU to execute; the compile report "
+                    "(PTX, SASS, registers, occupancy) is complete. Write the kernel in numba to run it in the "
+                    "simulator.",
+                    compile=report,
+                    wall_ms=(time.perf_counter() - t0) * 1000,
+                )
+        if not use_gpu and req.threads > self.limits.simulator_max_threads:
+            raise KernelRequestError(
+                f"The launch has {req.threads} threads; the simulator runs at most "
+                f"{self.limits.simulator_max_threads} (about 200 us each). Make the grid smaller.",
+                code="too_many_threads",
+            )
+        result = self._run_child(req, "gpu" if use_gpu else "simulator")
+        result.compile = report
+        result.wall_ms = (time.perf_counter() - t0) * 1000
+        return result
+
+    def _run_child(self, req: RunRequest, mode: str) -> RunResult:
+        env = dict(os.environ)
+        if mode == "simulator":
+            env["NUMBA_ENABLE_CUDASIM"] = "1"
+        else:
+            env.pop("NUMBA_ENABLE_CUDASIM", None)
+        payload = json.dumps({"request": req.model_dump(), "mode": mode}).encode()
+        proc = subprocess.Popen(
+            [self.python, "-m", "gpudojo.worker.kernel_run"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=env,
+        )
+        self._runs.add(proc)
+        try:
+            out, err = proc.communicate(payload, timeout=self.limits.run_timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return RunResult(
+                status="error",
+                mode=mode,
+                mode_note=mode_note(mode),
+                error={
+                    "kind": "timeout",
+                    "message": f"The kernel ran longer than {self.limits.run_timeout_s:g} s; its process was "
+                    "killed (an endless loop, or too much work for the simulator?).",
+                },
+            )
+        finally:
+            self._runs.discard(proc)
+        lines = [ln for ln in out.decode(errors="replace").splitlines() if ln.strip()]
+        if lines:
+            try:
+                return RunResult.model_validate_json(lines[-1])
+            except ValueError:
+                pass
+        code = proc.returncode
+        how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+        tail = err.decode(errors="replace").strip()[-1500:]
+        return RunResult(
+            status="error",
+            mode=mode,
+            mode_note=mode_note(mode),
+            error={"kind": "crashed", "message": f"The kernel's process died ({how}). The server is fine.\n{tail}"},
+        )
+
+
+def _prod(dims: list[int]) -> int:
+    total = 1
+    for n in dims:
+        total *= n
+    return min(total, 1024)
+
+
+def _first_error(report: CompileResult) -> str:
+    for d in report.diagnostics:
+        if d.severity == "error":
+            return f"line {d.line}: {d.message}" if d.line else d.message
+    return "compile failed"
+
+
+def mode_note(mode: str) -> str:
+    if mode == "gpu":
+        return "Ran on the GPU; timing from CUDA events."
+    return (
+        "Ran in numba's CUDA simulator on the CPU: every thread is a Python thread (about 200 us each), so timing "
+        "says nothing about GPU speed, and there is no memory hierarchy, coalescing or occupancy to see."
+    )
