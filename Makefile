@@ -95,7 +95,7 @@ test-wheel: setup
 	bash tests/packaging/check_wheel.sh
 
 bench: setup
-	cd bench && $(BIN)/python bench_start.py && $(BIN)/python bench_devices.py && $(BIN)/python bench_telemetry.py && $(BIN)/python bench_compile.py
+	cd bench && $(BIN)/python bench_start.py && $(BIN)/python bench_devices.py && $(BIN)/python bench_telemetry.py && $(BIN)/python bench_compile.py && $(BIN)/python bench_runs.py
 
 clean:
 	rm -rf $(STAMP) lib server/gpudojo/labextension tsconfig.tsbuildinfo dist test-results

@@ -1,7 +1,8 @@
 /**
  * gpudojo's JupyterLab plugins: the sidebar (which features add sections to),
  * the course (sidebar section, lesson views), the GPU feature (sidebar
- * section, monitor, commands, settings) and the kernel playground.
+ * section, monitor, commands, settings), the kernel playground and one-click
+ * lab runs (forms, live run views, sweeps, the Runs section).
  */
 
 import {
@@ -25,6 +26,7 @@ import { GpuMonitor, MonitorSettings, createMonitorWidget } from './gpu/monitor'
 import { GpuSection } from './gpu/section';
 import { gpudojoIcon } from './icons';
 import { kernelsPlugin } from './kernels/plugin';
+import { runsPlugin } from './runs/plugin';
 import { GpudojoSidebar, IGpudojoSidebar } from './sidebar/panel';
 import { showInMainArea } from './shell';
 
@@ -33,6 +35,7 @@ export { CommandIds } from './gpu/commands';
 export { CourseCommandIds } from './course/commands';
 export { KernelCommandIds } from './kernels/commands';
 export type { PlaygroundArgs } from './kernels/commands';
+export { RunCommandIds } from './runs/commands';
 
 const PALETTE_CATEGORY = 'gpudojo';
 
@@ -158,4 +161,4 @@ const gpuPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [sidebarPlugin, coursePlugin, gpuPlugin, kernelsPlugin];
+export default [sidebarPlugin, coursePlugin, gpuPlugin, kernelsPlugin, runsPlugin];

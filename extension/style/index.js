@@ -1,3 +1,4 @@
 import 'uplot/dist/uPlot.min.css';
 import './base.css';
 import './kernels.css';
+import './runs.css';

@@ -7,18 +7,18 @@ device facts NVML reports are compared with the CUDA runtime's. Without one, the
 kernels are compiled (PTX, SASS, registers, occupancy) but not run, and their numba twins run
 in numba's CUDA simulator on at most as many elements as it has threads to spare.
 
-Besides the readable report, every result is one JSON line with a "gpudojo_metric" key:
-a metric ({"gpudojo_metric": name, "lab", "step", "value", ...}), a check
-({"gpudojo_metric": "check", "lab", "step", "check", "ok", "detail"}; ok is null where the
-check does not apply), and a last {"gpudojo_metric": "summary", ...}. The exit code is 0 when
-every check that applies passed, 1 otherwise.
+Besides the readable report, every result goes through gpudojo.labkit: each metric as it
+comes (labkit.report: registers, occupancy, kernel_time_ms, ... with the stage, language and
+mode as labels), and each check once at the end (labkit.check; ok None where the check does
+not apply). Under the run service they land in $GPUDOJO_RUN_DIR/metrics/rank0.jsonl; run by
+hand, on stdout after "gpudojo-metric". The exit code is 0 when every check that applies
+passed, 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import math
 import sys
 import time
@@ -28,6 +28,7 @@ from typing import Any
 
 from device_facts import RuntimeUnavailable, compare, runtime_devices
 
+from gpudojo import labkit
 from gpudojo.gpu.probe import GpuProbe, make_backend
 from gpudojo.kernels import notebook
 from gpudojo.kernels.models import CompileResult, KernelReport, RunResult
@@ -67,25 +68,33 @@ STEPS = {"vector_add": "vector-add", "vector_add_grid_stride": "vector-add-grid-
 
 
 class LabReport:
-    """Prints results as text for the learner and as JSON lines for the lab runner."""
+    """Prints results as text for the learner as they come, and hands them to labkit: metrics at
+    once, each check once at the end, since a check can be decided in several places (once per
+    source file, once per part)."""
 
     def __init__(self) -> None:
-        self.checks: dict[str, list[bool | None]] = {}
+        self.checks: dict[str, list[tuple[bool | None, str]]] = {}
 
-    def metric(self, name: str, step: str, value: Any, **extra: Any) -> None:
-        record = {"gpudojo_metric": name, "lab": LAB, "step": step, "value": value, **extra}
-        print(json.dumps(record), flush=True)
+    def metric(self, name: str, stage: str, value: Any, **labels: Any) -> None:
+        labkit.report(None, **{name: value}, stage=stage, **labels)
 
-    def check(self, check: str, step: str, ok: bool | None, detail: str) -> None:
-        self.checks.setdefault(check, []).append(ok)
+    def check(self, check: str, ok: bool | None, detail: str) -> None:
+        self.checks.setdefault(check, []).append((ok, detail))
         word = {True: "PASS", False: "FAIL", None: "n/a "}[ok]
         print(f"  [{word}] {check}: {detail}")
-        record = {"gpudojo_metric": "check", "lab": LAB, "step": step, "check": check, "ok": ok, "detail": detail}
-        print(json.dumps(record), flush=True)
+
+    def outcome(self, check: str) -> bool | None:
+        """Failed if any part failed; not applicable if no part applied; else passed."""
+        oks = [ok for ok, _ in self.checks[check]]
+        return None if all(ok is None for ok in oks) else all(ok is not False for ok in oks)
+
+    def submit(self) -> None:
+        for check, results in self.checks.items():
+            labkit.check(check, self.outcome(check), "; ".join(detail for _, detail in results))
 
     @property
     def passed(self) -> bool:
-        return all(ok is not False for oks in self.checks.values() for ok in oks)
+        return all(self.outcome(check) is not False for check in self.checks)
 
 
 def heading(text: str) -> None:
@@ -162,7 +171,6 @@ def introspect(report: LabReport, on_gpu: bool, arch: str) -> int | None:
     if not on_gpu:
         report.check(
             "device-facts",
-            "introspection",
             None,
             "needs a GPU: NVML and the CUDA runtime have nothing "
             "to report here, so the figures above come from the tables, not from a device",
@@ -171,7 +179,7 @@ def introspect(report: LabReport, on_gpu: bool, arch: str) -> int | None:
     try:
         devices, source = runtime_devices()
     except RuntimeUnavailable as err:
-        report.check("device-facts", "introspection", False, str(err))
+        report.check("device-facts", False, str(err))
         return None
     print(f"\nCUDA runtime (through {source}): {len(devices)} device(s)")
     for d in devices:
@@ -197,7 +205,7 @@ def introspect(report: LabReport, on_gpu: bool, arch: str) -> int | None:
         if ok
         else f"facts differ for CUDA device(s) {bad or 'none found'}"
     )
-    report.check("device-facts", "introspection", ok, detail)
+    report.check("device-facts", ok, detail)
     return devices[0].sm_count if devices else None
 
 
@@ -224,7 +232,7 @@ def compile_file(
             (HERE / file).read_text(), arch=arch, language=language, block_size=block
         ).result
     except (CompileFailure, KernelRequestError) as err:
-        report.check(check, file, False, f"{file}: the compiler could not run: {err}")
+        report.check(check, False, f"{file}: the compiler could not run: {err}")
         return {}
     print(
         f"{file} -> {arch}: {result.compiler}, {'ok' if result.ok else 'FAILED'}, "
@@ -249,7 +257,7 @@ def compile_file(
         )
         step = STEPS[name]
         report.metric("registers", step, k.registers, language=language, arch=arch, unit="registers/thread")
-        report.metric("occupancy", step, occ.occupancy, language=language, arch=arch, block=block)
+        report.metric("occupancy", step, occ.occupancy, language=language, arch=arch)
     missing = [name for name in kernels if name not in found]
     ok = result.ok and not missing and bool(result.ptx) and all(found[n].registers > 0 for n in kernels)
     detail = (
@@ -261,7 +269,7 @@ def compile_file(
             or f"kernel(s) {missing} not in the report"
         )
     )
-    report.check(check, file, ok, detail)
+    report.check(check, ok, detail)
     return found
 
 
@@ -310,7 +318,7 @@ def run_launch(report: LabReport, launch: Launch, block: int, file: str, languag
             **extra,
         ).result
     except (CompileFailure, KernelRequestError) as err:
-        report.check(launch.step, launch.step, False, f"{launch.kernel} was refused: {err}")
+        report.check(launch.step, False, f"{launch.kernel} was refused: {err}")
         return
     print(f"  {result.status} ({result.mode}{', ' + result.device if result.device else ''})")
     for c in result.checks:
@@ -327,7 +335,7 @@ def run_launch(report: LabReport, launch: Launch, block: int, file: str, languag
                 f"  effective bandwidth: {gb_s:,.0f} GB/s ({bytes_moved(launch.kernel, launch.n):,} bytes / mean time)"
             )
             report.metric("bandwidth_gb_s", launch.step, gb_s, mode=result.mode)
-    report.check(launch.step, launch.step, *verdict(result))
+    report.check(launch.step, *verdict(result))
 
 
 def verdict(result: RunResult) -> tuple[bool | None, str]:
@@ -408,11 +416,11 @@ def main(argv: list[str] | None = None) -> int:
                         f"  {k}: {cuda_kernels[k].registers} registers in CUDA C, {numba_kernels[k].registers} in numba"
                     )
         else:
-            report.check("numba-compiles", part.numba_file, None, "numba is not installed here")
+            report.check("numba-compiles", None, "numba is not installed here")
         heading(f"{name}: launch and check ({mode})")
         if mode == "compile only":
             for k in part.kernels:
-                report.check(STEPS[k], STEPS[k], None, "nothing here can run a kernel: no GPU, no numba")
+                report.check(STEPS[k], None, "nothing here can run a kernel: no GPU, no numba")
             continue
         blocks_per_sm = {k: r.occupancy.active_blocks_per_sm for k, r in cuda_kernels.items()}
         launches = plan_launches(
@@ -429,29 +437,14 @@ def main(argv: list[str] | None = None) -> int:
             run_launch(report, launch, args.block, file, language)
 
     heading("Summary")
+    report.submit()
     counts = {"passed": 0, "failed": 0, "not_applicable": 0}
-    for check, oks in report.checks.items():
-        ok = None if all(o is None for o in oks) else all(o is not False for o in oks)
-        counts[{True: "passed", False: "failed", None: "not_applicable"}[ok]] += 1
-        print(f"  {'PASS' if ok else 'FAIL' if ok is False else 'n/a '}  {check}")
+    for check in report.checks:
+        counts[{True: "passed", False: "failed", None: "not_applicable"}[report.outcome(check)]] += 1
     elapsed = time.perf_counter() - started
     print(
         f"mode {mode}; {counts['passed']} passed, {counts['failed']} failed, "
         f"{counts['not_applicable']} not applicable here; {elapsed:.1f} s"
-    )
-    print(
-        json.dumps(
-            {
-                "gpudojo_metric": "summary",
-                "lab": LAB,
-                "step": "summary",
-                "mode": mode,
-                "ok": report.passed,
-                **counts,
-                "seconds": round(elapsed, 2),
-            }
-        ),
-        flush=True,
     )
     return 0 if report.passed else 1
 

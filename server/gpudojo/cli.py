@@ -227,6 +227,168 @@ def _add_kernel_parsers(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(func=_kernel)
 
 
+def _run_service(args: argparse.Namespace):
+    from pathlib import Path
+
+    from jupyter_core.paths import jupyter_data_dir
+
+    from .runs.service import RunService
+
+    data_dir = Path(args.data_dir) if args.data_dir else Path(jupyter_data_dir()) / "gpudojo"
+    labs_root = Path(args.labs_dir) if args.labs_dir else material_root("labs")
+    return RunService(labs_root, data_dir, Path.cwd())
+
+
+def _parse_value(text: str):
+    """A --set value as the manifest will check it: true/false, numbers, else text."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _format_run(run) -> str:
+    took = f"{(run.ended_at or time.time()) - run.started_at:.1f} s" if run.started_at else "-"
+    params = " ".join(f"{k}={v}" for k, v in run.params.items())
+    return f"{run.id}  {run.status:<10} {run.lab or run.title:<24} {run.backend:<5} {took:>8}  {params}"
+
+
+def _print_event(event: dict) -> None:
+    if event["type"] == "log":
+        rank = "launcher" if event["rank"] is None else f"rank {event['rank']}"
+        print(f"[{rank}] {event['text']}", file=sys.stderr if event["stream"] == "stderr" else sys.stdout, flush=True)
+    elif event["type"] == "truncated":
+        print(f"[gpudojo] {event['message']}", flush=True)
+
+
+def _report_run(run) -> None:
+    print(f"{run.id}: {run.status} ({run.backend}, {run.device_mode}) exit code {run.exit_code}")
+    print(f"  {run.mode_note}")
+    if run.root_cause:
+        rc = run.root_cause
+        print(f"  root cause: rank {rc.rank}: {rc.exception}")
+        if rc.traceback:
+            print("    " + rc.traceback.strip().replace("\n", "\n    "))
+    for check in run.checks:
+        mark = {True: "PASS", False: "FAIL", None: "n/a "}[check.ok]
+        print(f"  [{mark}] {check.title}" + (f" ({check.detail})" if check.detail else ""))
+
+
+def _lab(args: argparse.Namespace) -> int:
+    from .runs.models import LabRunRequest, SweepSpec
+    from .runs.service import RunRequestError
+
+    svc = _run_service(args)
+    try:
+        if args.lab_command == "list":
+            listing = svc.labs()
+            for lab in listing.labs:
+                params = ", ".join(f"{p.name}={p.default}" for p in lab.parameters)
+                print(f"{lab.id:<26} {lab.launcher:<8} needs {lab.needs:<9} {lab.title}")
+                print(f"{'':<26} {params}")
+            for problem in listing.problems:
+                print(f"problem: {problem.lab}: {problem.message}", file=sys.stderr)
+            return 0
+        params = {}
+        for item in args.set:
+            name, sep, value = item.partition("=")
+            if not sep:
+                print(f"gpudojo lab run: --set {item!r}: expected NAME=VALUE", file=sys.stderr)
+                return 2
+            params[name] = _parse_value(value)
+        sweep = None
+        if args.sweep:
+            name, _, values = args.sweep.partition("=")
+            sweep = SweepSpec(param=name, values=[_parse_value(v) for v in values.split(",") if v])
+        try:
+            runs = svc.submit(
+                LabRunRequest(lab=args.lab, params=params, sweep=sweep), user=getpass.getuser(), gpus=_gpu_count()
+            )
+        except RunRequestError as err:
+            print(f"gpudojo lab run: {err}", file=sys.stderr)
+            return 2
+        try:
+            for run in runs:
+                if args.follow:
+                    _, _, unsubscribe = svc.subscribe(run.id, -1, _print_event)
+                final = svc.wait(run.id)
+                if args.follow:
+                    unsubscribe()
+                _report_run(final)
+        except KeyboardInterrupt:
+            for run in runs:
+                svc.cancel(run.id)
+            print("cancelled", file=sys.stderr)
+            return 130
+        return 0 if all(svc.get(r.id).status == "succeeded" for r in runs) else 1
+    finally:
+        svc.close()
+
+
+def _gpu_count() -> int:
+    probe = GpuProbe(make_backend(None))
+    try:
+        doc = probe.devices()
+        return len(doc.gpus) if doc.mode == "gpu" else 0
+    finally:
+        probe.close()
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from .runs.service import RunRequestError
+
+    svc = _run_service(args)
+    try:
+        if args.runs_command in (None, "list"):
+            for run in svc.list(lab=getattr(args, "lab", None), limit=getattr(args, "limit", 20)):
+                print(_format_run(run))
+            return 0
+        try:
+            run = svc.get(args.id) if args.runs_command == "show" else svc.cancel(args.id)
+        except RunRequestError as err:
+            print(f"gpudojo runs: {err}", file=sys.stderr)
+            return 2
+        if args.runs_command == "show" and args.json:
+            print(run.model_dump_json(indent=2))
+        else:
+            _report_run(run)
+        return 0
+    finally:
+        svc.close()
+
+
+def _add_run_parsers(sub: argparse._SubParsersAction) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", help="gpudojo's data dir (default: <jupyter data dir>/gpudojo, the server's)")
+    common.add_argument("--labs-dir", help="labs folder (default: the packaged one)")
+    lab = sub.add_parser("lab", help="List the labs, or run one (torchrun or python) and wait for it.")
+    lsub = lab.add_subparsers(dest="lab_command", required=True)
+    ls = lsub.add_parser("list", parents=[common], help="Labs with their parameters.")
+    ls.set_defaults(func=_lab)
+    run = lsub.add_parser("run", parents=[common], help="Run a lab; exit 0 when it succeeds.")
+    run.add_argument("lab", help="lab id, e.g. lab-03-ddp")
+    run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a parameter value")
+    run.add_argument("--sweep", metavar="NAME=V1,V2,...", help="one run per value, e.g. nproc=1,2,4")
+    run.add_argument("--follow", action="store_true", help="print every rank's log lines as they come")
+    run.set_defaults(func=_lab)
+    runs = sub.add_parser("runs", help="Runs of labs and scripts (the server's too): list, show, cancel.")
+    rsub = runs.add_subparsers(dest="runs_command")
+    rl = rsub.add_parser("list", parents=[common], help="Newest first.")
+    rl.add_argument("--lab")
+    rl.add_argument("--limit", type=int, default=20)
+    for name, text in (("show", "A run: status, root cause, checks."), ("cancel", "Stop a run and all its processes.")):
+        p = rsub.add_parser(name, parents=[common], help=text)
+        p.add_argument("id")
+        if name == "show":
+            p.add_argument("--json", action="store_true")
+    runs.set_defaults(func=_runs, data_dir=None, labs_dir=None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpudojo", description="GPU workbench and course tools.")
     parser.add_argument("--version", action="version", version=f"gpudojo {__version__}")
@@ -251,6 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("paths", help="Where the course content and labs are read from.")
     p.set_defaults(func=_paths)
     _add_kernel_parsers(sub)
+    _add_run_parsers(sub)
     return parser
 
 

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from .gpu.probe import GpuProbe
     from .gpu.telemetry import TelemetrySampler
     from .kernels.service import GpuTarget, KernelService
+    from .runs.models import Run
+    from .runs.service import RunService
 
 T = TypeVar("T")
 
@@ -57,6 +59,8 @@ class Services:
         # process, wait on threads of their own.
         self.kernel_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpudojo-compile")
         self.run_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="gpudojo-kernel-run")
+        # Run service calls (launch, cancel, stream replay) may wait on processes for seconds.
+        self.runs_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="gpudojo-runs")
         self._devices_cache: tuple[float, str] | None = None
 
     @cached_property
@@ -111,6 +115,42 @@ class Services:
         )
         return KernelService(Path(s.data_dir) / "kernel-cache", limits)
 
+    @cached_property
+    def runs(self) -> RunService:
+        from pathlib import Path
+
+        from .paths import material_root
+        from .runs.service import RunService
+
+        s = self.settings
+        return RunService(
+            Path(s.labs_dir) if s.labs_dir else material_root("labs"),
+            Path(s.data_dir),
+            Path(s.root_dir),
+            max_concurrent=s.max_concurrent_runs,
+            run_timeout_s=s.run_timeout_s,
+            on_finish=self._lab_progress,
+        )
+
+    def _lab_progress(self, run: Run) -> None:
+        """A lab run that passed every check that applies completes the lab for its user;
+        any other finished lab run marks it in progress (never undoing a completion)."""
+        if run.kind != "lab" or not run.lab or not run.user:
+            return
+        store = self.course.store
+        applicable = [c for c in run.checks if c.applies]
+        passed = run.status == "succeeded" and bool(applicable) and all(c.ok for c in applicable)
+        if passed:
+            store.set_status(run.user, "lab", run.lab, "completed")
+        elif store.entry(run.user, "lab", run.lab).status == "not_started":
+            store.set_status(run.user, "lab", run.lab, "in_progress")
+
+    async def gpu_count(self) -> int:
+        """GPUs a run may use: live NVML's count (a replayed recording has none to run on)."""
+        probe = self.probe
+        doc = await self.in_gpu_thread(probe.devices)
+        return len(doc.gpus) if doc.mode == "gpu" else 0
+
     async def gpu_target(self) -> GpuTarget | None:
         """GPU 0 of this machine for kernel runs; None without one (a replayed recording is
         not a GPU either)."""
@@ -128,6 +168,9 @@ class Services:
 
     async def in_run_thread(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.run_executor, fn, *args)
+
+    async def in_runs_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.runs_executor, fn, *args)
 
     async def in_gpu_thread(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.gpu_executor, fn, *args)
@@ -151,6 +194,9 @@ class Services:
             await self.sampler.stop()
         if "course" in self.__dict__:
             await self.in_io_thread(self.course.store.close)
+        if "runs" in self.__dict__:
+            # No process of any run may outlive the server.
+            await asyncio.get_running_loop().run_in_executor(None, self.runs.close)
         if "kernels" in self.__dict__:
             await self.in_kernel_thread(self.kernels.close)
         if "probe" in self.__dict__:
@@ -159,3 +205,4 @@ class Services:
         self.io_executor.shutdown(wait=False)
         self.kernel_executor.shutdown(wait=False)
         self.run_executor.shutdown(wait=False)
+        self.runs_executor.shutdown(wait=False)

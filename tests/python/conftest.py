@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from jupyter_server.auth.authorizer import Authorizer
 from traitlets.config import Config
 
 HERE = Path(__file__).resolve().parent
@@ -31,9 +32,22 @@ def gpu_replay() -> str | None:
     return "2gpu-h100-nvlink"
 
 
+class NoExecuteAuthorizer(Authorizer):
+    """A read-only user of a shared server: may read anything, may not execute code."""
+
+    def is_authorized(self, handler, user, action, resource):
+        return action != "execute"
+
+
 @pytest.fixture
-def jp_server_config(gpu_replay, tmp_path):
-    return Config(
+def read_only() -> bool:
+    """Serve as NoExecuteAuthorizer; parametrize with [True] where a test needs it."""
+    return False
+
+
+@pytest.fixture
+def jp_server_config(gpu_replay, tmp_path, read_only):
+    config = Config(
         {
             "ServerApp": {"jpserver_extensions": {"gpudojo": True}},
             "GPUDojo": {
@@ -44,3 +58,6 @@ def jp_server_config(gpu_replay, tmp_path):
             },
         }
     )
+    if read_only:
+        config.ServerApp.authorizer_class = NoExecuteAuthorizer
+    return config

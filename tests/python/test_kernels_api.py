@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from jupyter_server.auth.authorizer import Authorizer
 from tornado.httpclient import HTTPClientError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kernels"
@@ -107,25 +106,6 @@ async def test_cuda_c_run_without_a_gpu_returns_the_compile_report(jp_fetch):
     doc = await _post(jp_fetch, "run", body=body)
     assert doc["status"] == "not_run" and doc["mode"] == "none"
     assert doc["compile"]["ok"] is True and "no GPU" in doc["mode_note"]
-
-
-class NoExecuteAuthorizer(Authorizer):
-    """A read-only user: may read anything, may not execute."""
-
-    def is_authorized(self, handler, user, action, resource):
-        return action != "execute"
-
-
-@pytest.fixture
-def read_only() -> bool:
-    return False
-
-
-@pytest.fixture
-def jp_server_config(jp_server_config, read_only):
-    if read_only:
-        jp_server_config.ServerApp.authorizer_class = NoExecuteAuthorizer
-    return jp_server_config
 
 
 @pytest.mark.parametrize("read_only", [True])

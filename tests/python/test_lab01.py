@@ -40,14 +40,29 @@ def lab_modules():
 
 
 def run_lab(tmp_path, *argv: str, lab_dir=LAB_DIR) -> tuple[subprocess.CompletedProcess, list[dict], float]:
+    """Run the entry script as the run service does; returns what labkit wrote to the metrics file."""
     # The kernel cache goes under tmp_path, and nothing is written into labs/.
-    env = {**os.environ, "JUPYTER_DATA_DIR": str(tmp_path / "jupyter-data"), "PYTHONDONTWRITEBYTECODE": "1"}
+    run_dir = tmp_path / "run"
+    env = {
+        **os.environ,
+        "JUPYTER_DATA_DIR": str(tmp_path / "jupyter-data"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "GPUDOJO_RUN_DIR": str(run_dir),
+    }
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "run_lab.py", *argv], cwd=lab_dir, env=env, capture_output=True, text=True, timeout=120
     )
-    records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"gpudojo_metric"')]
+    metrics = run_dir / "metrics" / "rank0.jsonl"
+    records = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
     return done, records, time.monotonic() - started
+
+
+def checks_of(records: list[dict]) -> dict[str, dict]:
+    """Each check's record by id; labkit.check is called once per check."""
+    found = [r for r in records if "check" in r]
+    assert len({r["check"] for r in found}) == len(found), "a check was reported twice"
+    return {r["check"]: r for r in found}
 
 
 def test_lab_passes_every_check_that_applies(tmp_path):
@@ -57,29 +72,27 @@ def test_lab_passes_every_check_that_applies(tmp_path):
     mode = "GPU" if ON_GPU else "simulator"
     assert f"mode: {mode}" in done.stdout
 
-    checks: dict[str, list] = {}
-    for r in records:
-        if r["gpudojo_metric"] == "check":
-            assert r["lab"] == "lab-01-cuda-hello"
-            checks.setdefault(r["check"], []).append(r["ok"])
-    # Every check the manifest declares is reported, and no other.
+    checks = checks_of(records)
+    # Every check the manifest declares is reported once, and no other.
     assert set(checks) == {c["id"] for c in MANIFEST["checks"]}
-    for check in ("cuda-compiles", "numba-compiles"):
-        assert checks[check] == [True, True], check  # one per source file
-    for check in ("vector-add", "vector-add-grid-stride", "reduction"):
-        assert checks[check] == [True], check
-    assert checks["device-facts"] == [True if ON_GPU else None]
+    for check in ("cuda-compiles", "numba-compiles", "vector-add", "vector-add-grid-stride", "reduction"):
+        assert checks[check]["ok"] is True, checks[check]
+    # Both source files of each language are in the compile checks' detail.
+    assert "vector_add.cu" in checks["cuda-compiles"]["detail"] and "block_sum.cu" in checks["cuda-compiles"]["detail"]
+    assert checks["device-facts"]["ok"] is (True if ON_GPU else None)
 
-    # The kernels ran where the mode says, and each reported metric is declared in the manifest.
-    errors = [r for r in records if r["gpudojo_metric"] == "max_abs_error"]
+    # The kernels ran where the mode says, and each reported number is a metric the manifest declares.
+    metrics = [r for r in records if "check" not in r]
+    assert all(r["rank"] == 0 and r["step"] is None for r in metrics)
+    errors = [r for r in metrics if "max_abs_error" in r]
     assert len(errors) == 3 and {r["mode"] for r in errors} == {"gpu" if ON_GPU else "simulator"}
-    declared = {m["name"] for m in MANIFEST["metrics"]} | {"check", "summary"}
-    assert {r["gpudojo_metric"] for r in records} <= declared
-    registers = {(r["step"], r["language"]): r["value"] for r in records if r["gpudojo_metric"] == "registers"}
+    declared = {m["name"] for m in MANIFEST["metrics"]}
+    numbers = {k for r in metrics for k, v in r.items() if isinstance(v, int | float) and k not in ("t", "rank")}
+    assert numbers <= declared
+    registers = {(r["stage"], r["language"]): r["registers"] for r in metrics if "registers" in r}
     assert len(registers) == 6 and all(v > 0 for v in registers.values())
-    summary = records[-1]
-    assert summary["gpudojo_metric"] == "summary" and summary["ok"] is True and summary["mode"] == mode
-    assert summary["failed"] == 0
+    counts = "6 passed, 0 failed, 0 not applicable" if ON_GPU else "5 passed, 0 failed, 1 not applicable"
+    assert f"mode {mode}; {counts}" in done.stdout
 
 
 def test_wrong_reduction_fails_its_check_and_the_exit_code(tmp_path):
@@ -95,9 +108,9 @@ def test_wrong_reduction_fails_its_check_and_the_exit_code(tmp_path):
         (lab / name).write_text(source.replace(old, new), encoding="utf-8")
     done, records, _ = run_lab(tmp_path, "--n", "2048", "--block", "256", "--part", "reduction", lab_dir=lab)
     assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-4000:]
-    (reduction,) = [r for r in records if r.get("check") == "reduction"]
+    reduction = checks_of(records)["reduction"]
     assert reduction["ok"] is False and "1 wrong" in reduction["detail"]
-    assert records[-1]["ok"] is False and records[-1]["failed"] == 1
+    assert "1 failed" in done.stdout
 
 
 def test_block_that_breaks_the_tree_is_refused(tmp_path):

@@ -7,6 +7,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import { GpudojoApiError, errorFromResponse } from './errors';
+import { RunStream, RunStreamOptions } from './runStream';
 import { TelemetryStream, TelemetryStreamOptions } from './telemetry';
 import type {
   ArchList,
@@ -16,6 +17,7 @@ import type {
   CourseKind,
   DevicesResponse,
   KernelExamples,
+  LabList,
   LessonDoc,
   NotebookCopy,
   OccupancyReport,
@@ -23,8 +25,13 @@ import type {
   ProgressEntry,
   ProgressStatus,
   QuizResult,
+  Run,
+  RunList,
   RunRequest,
-  RunResult
+  RunResult,
+  RunStatus,
+  StartRunRequest,
+  Sweep
 } from './types';
 
 export { GpudojoApiError } from './errors';
@@ -148,6 +155,54 @@ export class GpudojoClient {
     return this._post<RunResult>('kernels/run', request, signal);
   }
 
+  /** GET runs/labs: the labs that can run, with their parameter forms, metrics and checks. */
+  getLabs(): Promise<LabList> {
+    return requestAPI<LabList>('runs/labs', { method: 'GET' }, this.serverSettings);
+  }
+
+  /**
+   * POST runs: start a lab (one run, or one per value of a sweep) or a script.
+   *
+   * A 400 names the bad parameters in the error's detail ([{param, message}]);
+   * a 403 means this user may not execute code.
+   */
+  startRun(request: StartRunRequest): Promise<RunList> {
+    return this._post<RunList>('runs', request);
+  }
+
+  /** GET runs: runs newest first, filtered by lab, status or sweep group; at most `limit` (default 100). */
+  listRuns(filters: RunFilters = {}): Promise<RunList> {
+    const query = Object.entries(filters)
+      .filter(([, value]) => value !== undefined && value !== null && value !== '')
+      .map(([key, value]) => `${key}=${encodeURIComponent(String(value))}`)
+      .join('&');
+    return requestAPI<RunList>(`runs${query ? `?${query}` : ''}`, { method: 'GET' }, this.serverSettings);
+  }
+
+  /** GET runs/{id}: one run's status, parameters, backend, root cause and checks. */
+  getRun(id: string): Promise<Run> {
+    return requestAPI<Run>(`runs/${encodeURIComponent(id)}`, { method: 'GET' }, this.serverSettings);
+  }
+
+  /** POST runs/{id}/cancel: stop every process of the run; answers once it has ended. */
+  cancelRun(id: string): Promise<Run> {
+    return this._post<Run>(`runs/${encodeURIComponent(id)}/cancel`, {});
+  }
+
+  /** GET runs/sweeps/{group}: the runs of one sweep, oldest first. */
+  getSweep(group: string): Promise<Sweep> {
+    return requestAPI<Sweep>(`runs/sweeps/${encodeURIComponent(group)}`, { method: 'GET' }, this.serverSettings);
+  }
+
+  /** A run's event stream (not yet connected): replays from the start, then live, resuming after drops. */
+  openRunStream(id: string): RunStream {
+    const settings = this.serverSettings;
+    const options: RunStreamOptions = {
+      createSocket: after => new settings.WebSocket(runStreamUrl(settings, id, after))
+    };
+    return new RunStream(options);
+  }
+
   /** A telemetry stream (not yet connected) asking for `rateHz` samples per second. */
   openTelemetry(rateHz: number): TelemetrySocket {
     return new TelemetrySocket({ settings: this.serverSettings, rateHz });
@@ -165,6 +220,24 @@ export class GpudojoClient {
       this.serverSettings
     );
   }
+}
+
+/** Filters of GET runs. */
+export interface RunFilters {
+  lab?: string;
+  status?: RunStatus;
+  group?: string;
+  limit?: number;
+}
+
+/** The URL of run `id`'s event stream, replaying the events after seq `after`, with the token when there is one. */
+export function runStreamUrl(settings: ServerConnection.ISettings, id: string, after: number): string {
+  const base = URLExt.join(settings.wsUrl, API_PATH, `runs/${encodeURIComponent(id)}/stream`);
+  const params = [`after=${encodeURIComponent(String(Math.floor(after)))}`];
+  if (settings.token) {
+    params.push(`token=${encodeURIComponent(settings.token)}`);
+  }
+  return `${base}?${params.join('&')}`;
 }
 
 /** The URL of the telemetry socket for a requested rate (Hz), with the token when there is one. */

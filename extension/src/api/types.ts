@@ -635,3 +635,6 @@ export interface KernelExamples {
   examples: KernelExample[];
   problems: KernelExampleProblem[];
 }
+
+/* Runs: mirrors server/gpudojo/runs/models.py (kept in its own file for size). */
+export * from './runTypes';

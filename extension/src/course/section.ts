@@ -7,6 +7,7 @@ import type { CatalogItem, CourseProblem } from '../api/types';
 import { h } from '../dom';
 import { formatMinutes, groupCatalog, needsTag, progressMark } from './catalog';
 import { KernelCommandIds } from '../kernels/commands';
+import { RunCommandIds } from '../runs/commands';
 import { CourseCommandIds } from './commands';
 import { CourseModel } from './model';
 
@@ -43,6 +44,30 @@ export function openLabKernels(commands: CommandRegistry, lab: Pick<CatalogItem,
   void commands.execute(KernelCommandIds.openPlayground, { lab: lab.id, labTitle: lab.title });
 }
 
+/**
+ * A lab's Run button, when the runs feature can run it (its command is there
+ * and visible for the lab). It opens the lab's parameter form; its click and
+ * keys stay its own, so the row's action (the kernel playground) does not fire.
+ */
+export function renderRunButton(commands: CommandRegistry, lab: Pick<CatalogItem, 'id' | 'title'>): HTMLElement | null {
+  const args = { lab: lab.id };
+  if (!commands.hasCommand(RunCommandIds.runLab) || !commands.isVisible(RunCommandIds.runLab, args)) {
+    return null;
+  }
+  const button = h('button', {
+    className: 'jp-Button jp-mod-styled jp-mod-minimal gpudojo-run-lab',
+    text: 'Run',
+    title: `Run ${lab.title}: choose its parameters and start it`,
+    attrs: { type: 'button', 'data-lab': lab.id, 'aria-label': `Run ${lab.title}` }
+  });
+  button.addEventListener('click', event => {
+    event.stopPropagation();
+    void commands.execute(RunCommandIds.runLab, args);
+  });
+  button.addEventListener('keydown', event => event.stopPropagation());
+  return button;
+}
+
 /** The progress mark: an empty circle, a half circle or a check. */
 export function renderProgressMark(status: string): HTMLElement {
   const mark = progressMark(status);
@@ -63,6 +88,8 @@ export class CourseSection extends Widget {
     this.title.label = 'Course';
     this.title.caption = 'Lessons, labs and exercises, with your progress';
     this._model.changed.connect(this._render, this);
+    // Labs gain their Run button once the runs feature knows which labs can run.
+    this._commands.commandChanged.connect(this._onCommandChanged, this);
     this._render();
   }
 
@@ -78,7 +105,14 @@ export class CourseSection extends Widget {
       return;
     }
     this._model.changed.disconnect(this._render, this);
+    this._commands.commandChanged.disconnect(this._onCommandChanged, this);
     super.dispose();
+  }
+
+  private _onCommandChanged(_: CommandRegistry, change: CommandRegistry.ICommandChangedArgs): void {
+    if (change.id === RunCommandIds.runLab) {
+      this._render();
+    }
   }
 
   private _render(): void {
@@ -135,6 +169,7 @@ export class CourseSection extends Widget {
       h('span', { className: 'gpudojo-course-title', text: item.title, title: item.title }),
       renderNeedsTag(item),
       minutes ? h('span', { className: 'gpudojo-course-minutes', text: minutes }) : null,
+      item.kind === 'lab' ? renderRunButton(this._commands, item) : null,
       renderProgressMark(status)
     );
     if (item.kind === 'lesson') {

@@ -5,7 +5,7 @@
 
 import { SidePanel } from '@jupyterlab/ui-components';
 import { Token } from '@lumino/coreutils';
-import { Widget } from '@lumino/widgets';
+import { AccordionPanel, Widget } from '@lumino/widgets';
 import { gpudojoIcon } from '../icons';
 
 /** The sidebar, for plugins that add a section to it. */
@@ -15,6 +15,8 @@ export interface IGpudojoSidebar {
    * higher (the Course section uses 100, GPU 500).
    */
   addSection(widget: Widget, options?: { rank?: number }): void;
+  /** Expand `widget`'s section (added before) and scroll it into view; the caller shows the sidebar. */
+  revealSection(widget: Widget): void;
 }
 
 export const IGpudojoSidebar = new Token<IGpudojoSidebar>(
@@ -47,6 +49,17 @@ export class GpudojoSidebar extends SidePanel implements IGpudojoSidebar {
       }
     }
     this.insertWidget(index, widget);
+  }
+
+  revealSection(widget: Widget): void {
+    const index = this.widgets.indexOf(widget);
+    if (index < 0) {
+      return;
+    }
+    if (this.content instanceof AccordionPanel) {
+      this.content.expand(index);
+    }
+    widget.node.scrollIntoView({ block: 'nearest' });
   }
 
   private _ranks = new WeakMap<Widget, number>();

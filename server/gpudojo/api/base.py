@@ -7,9 +7,12 @@ import json
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from jupyter_server.base.handlers import APIHandler
+from jupyter_core.utils import ensure_async
+from jupyter_server.auth.decorator import ws_authenticated
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
 from jupyter_server.extension.handler import ExtensionHandlerMixin
-from tornado import web
+from tornado import web, websocket
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -57,6 +60,14 @@ class GPUDojoHandler(ExtensionHandlerMixin, APIHandler):
         user = self.current_user
         return getattr(user, "username", None) or str(user)
 
+    async def require_execute(self, what: str) -> None:
+        """403 unless this user may execute code (`execute` on jupyter_server's `kernels`):
+        gpudojo routes that start or stop processes need it, so read-only users of a shared
+        server can look but not launch."""
+        allowed = await ensure_async(self.authorizer.is_authorized(self, self.current_user, "execute", "kernels"))
+        if not allowed:
+            raise ApiError(403, "forbidden", f"{what} needs permission to execute code.")
+
     def parse_body(self, model: type[M]) -> M:
         """The request body validated as ``model``; a 4xx ApiError saying what is wrong if not."""
         from pydantic import ValidationError
@@ -93,3 +104,24 @@ class GPUDojoHandler(ExtensionHandlerMixin, APIHandler):
             )
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(body))
+
+
+class GPUDojoWebSocket(WebSocketMixin, websocket.WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):
+    """Base of the websockets: authenticated, authorized to read `gpudojo` before the
+    upgrade (a 403, not an accepted socket closed later), Jupyter's origin check kept."""
+
+    auth_resource = AUTH_RESOURCE
+
+    @property
+    def services(self) -> Services:
+        return self.settings["gpudojo"]
+
+    async def pre_get(self) -> None:
+        allowed = await ensure_async(self.authorizer.is_authorized(self, self.current_user, "read", AUTH_RESOURCE))
+        if not allowed:
+            raise web.HTTPError(403)
+
+    @ws_authenticated
+    async def get(self, *args: Any, **kwargs: Any) -> None:
+        await self.pre_get()
+        await super().get(*args, **kwargs)

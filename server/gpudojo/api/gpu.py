@@ -5,18 +5,13 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from jupyter_core.utils import ensure_async
-from jupyter_server.auth.decorator import authorized, ws_authenticated
-from jupyter_server.base.handlers import JupyterHandler
-from jupyter_server.base.websocket import WebSocketMixin
-from jupyter_server.extension.handler import ExtensionHandlerMixin
-from tornado import web, websocket
+from jupyter_server.auth.decorator import authorized
+from tornado import web
 
-from .base import AUTH_RESOURCE, GPUDojoHandler
+from .base import GPUDojoHandler, GPUDojoWebSocket
 
 if TYPE_CHECKING:
     from ..gpu.telemetry import Subscription
-    from ..services import Services
 
 
 class DevicesHandler(GPUDojoHandler):
@@ -33,10 +28,9 @@ class DevicesHandler(GPUDojoHandler):
         self.write_json_text(await self.services.devices_json())
 
 
-class TelemetryHandler(WebSocketMixin, websocket.WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):
+class TelemetryHandler(GPUDojoWebSocket):
     """Streams telemetry: a history message, then readings at the subscriber's rate."""
 
-    auth_resource = AUTH_RESOURCE
     api_doc = {
         "get": {
             "summary": "Websocket: {type: history} then {type: sample} readings; send {type: pause|resume|rate}",
@@ -47,22 +41,6 @@ class TelemetryHandler(WebSocketMixin, websocket.WebSocketHandler, ExtensionHand
         }
     }
     _sub: Subscription | None = None
-
-    @property
-    def services(self) -> Services:
-        return self.settings["gpudojo"]
-
-    async def pre_get(self) -> None:
-        # Refuse the upgrade itself (403) rather than closing an accepted socket later.
-        user = self.current_user
-        allowed = await ensure_async(self.authorizer.is_authorized(self, user, "read", AUTH_RESOURCE))
-        if not allowed:
-            raise web.HTTPError(403)
-
-    @ws_authenticated
-    async def get(self, *args: Any, **kwargs: Any) -> None:
-        await self.pre_get()
-        await super().get(*args, **kwargs)
 
     async def open(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
         super().open(*args, **kwargs)

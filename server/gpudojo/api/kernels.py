@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
-from jupyter_server.utils import ensure_async
 from tornado import web
 
 from .base import ApiError, GPUDojoHandler
@@ -24,11 +23,6 @@ def _models():
 
 
 class KernelsHandler(GPUDojoHandler):
-    async def require_execute(self) -> None:
-        allowed = await ensure_async(self.authorizer.is_authorized(self, self.current_user, "execute", "kernels"))
-        if not allowed:
-            raise ApiError(403, "forbidden", "Compiling and running kernels needs permission to execute code.")
-
     async def call(self, runner: Callable[..., Any], fn: Callable[..., Any], *args: Any) -> Any:
         """Run a kernel service call on ``runner``'s thread, mapping its errors to 4xx/5xx."""
         from ..kernels.service import CompileFailure, KernelRequestError
@@ -85,7 +79,7 @@ class CompileHandler(KernelsHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        await self.require_execute()
+        await self.require_execute("Compiling and running kernels")
         req = self.parse_body(_models().CompileRequest)
         kernels = self.services.kernels
         self.write_model(await self.call(self.services.in_kernel_thread, kernels.compile, req))
@@ -120,7 +114,7 @@ class RunHandler(KernelsHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        await self.require_execute()
+        await self.require_execute("Compiling and running kernels")
         req = self.parse_body(_models().RunRequest)
         gpu = await self.services.gpu_target()
         kernels = self.services.kernels

@@ -6,6 +6,16 @@ from .course import LESSON_ID, CatalogHandler, LessonHandler, NotebookHandler, P
 from .gpu import DevicesHandler, TelemetryHandler
 from .kernels import ArchsHandler, CompileHandler, ExamplesHandler, OccupancyHandler, RunHandler
 from .openapi import OpenAPIHandler
+from .runs import (
+    GROUP_ID,
+    RUN_ID,
+    CancelHandler,
+    LabsHandler,
+    RunDocHandler,
+    RunsHandler,
+    RunStreamHandler,
+    SweepHandler,
+)
 
 API_PREFIX = "gpudojo/api"
 
@@ -22,6 +32,12 @@ ROUTES: list[tuple[str, type]] = [
     ("kernels/compile", CompileHandler),
     ("kernels/occupancy", OccupancyHandler),
     ("kernels/run", RunHandler),
+    ("runs/labs", LabsHandler),
+    ("runs", RunsHandler),
+    (f"runs/sweeps/{GROUP_ID}", SweepHandler),
+    (f"runs/{RUN_ID}", RunDocHandler),
+    (f"runs/{RUN_ID}/cancel", CancelHandler),
+    (f"runs/{RUN_ID}/stream", RunStreamHandler),
     ("openapi.json", OpenAPIHandler),
 ]
 

@@ -1,0 +1,292 @@
+/**
+ * RunForm: a lab's parameter form, built from its manifest: a number input
+ * (with the bounds) per int and float, a select per choice, a checkbox per
+ * bool, each with its help; the Sweep option; Start. Mistakes show next to
+ * their field, from the same checks the server makes and from its 400s.
+ */
+
+import { Widget } from '@lumino/widgets';
+import { GpudojoApiError } from '../api/errors';
+import type { LabRunRequest, LabSummary, ParamSpec, ParamValue, Run } from '../api/types';
+import { h } from '../dom';
+import {
+  RawValues,
+  SWEEP_FIELD,
+  SweepDraft,
+  buildLabRequest,
+  errorsFromDetail,
+  initialValues,
+  parseField,
+  parseSweepValues
+} from './params';
+
+export interface RunFormOptions {
+  lab: LabSummary;
+  /** Preset values (from the command's args or a run to repeat); defaults elsewhere. */
+  params?: Record<string, ParamValue>;
+  /** Send the request; resolves with the runs the server created. */
+  start: (request: LabRunRequest) => Promise<Run[]>;
+}
+
+type FieldInput = HTMLInputElement | HTMLSelectElement;
+
+/** The range text under a number field: "1 to 8", "at least 1". */
+export function rangeText(spec: ParamSpec): string {
+  const has = (v: number | null | undefined): v is number => v !== null && v !== undefined;
+  if (has(spec.min) && has(spec.max)) {
+    return `${spec.min} to ${spec.max}`;
+  }
+  if (has(spec.min)) {
+    return `at least ${spec.min}`;
+  }
+  return has(spec.max) ? `at most ${spec.max}` : '';
+}
+
+export class RunForm extends Widget {
+  constructor(options: RunFormOptions) {
+    super();
+    this.lab = options.lab;
+    this._start = options.start;
+    this.addClass('gpudojo-run-form');
+    this.node.setAttribute('data-lab', this.lab.id);
+    this._raw = initialValues(this.lab, options.params);
+    const sweepable = this.lab.parameters;
+    const preferred = sweepable.find(p => p.name === 'nproc') ?? sweepable[0] ?? null;
+    this._sweep = { enabled: false, param: preferred?.name ?? '', text: '' };
+    this._build(sweepable);
+    this._refreshSweep();
+  }
+
+  readonly lab: LabSummary;
+
+  /** Focus the first field. */
+  focusFirst(): void {
+    this.node.querySelector<HTMLElement>('input, select')?.focus();
+  }
+
+  /** Check the fields, send the request and show what the server said. */
+  async submit(): Promise<Run[] | null> {
+    const outcome = buildLabRequest(this.lab, this._raw, this._sweep);
+    this._showErrors(outcome.errors);
+    if (!outcome.request) {
+      this._setMessage('Fix the fields marked above, then Start again.', 'error');
+      return null;
+    }
+    this._startButton.disabled = true;
+    this._setMessage('Starting…', 'info');
+    try {
+      const runs = await this._start(outcome.request);
+      this._setMessage(
+        runs.length === 1 ? `Started run ${runs[0].id}.` : `Started a sweep of ${runs.length} runs.`,
+        'info'
+      );
+      return runs;
+    } catch (error) {
+      const detail = error instanceof GpudojoApiError ? error.detail : undefined;
+      const fieldErrors = errorsFromDetail(detail, this._sweep.enabled ? this._sweep.param : null);
+      this._showErrors(fieldErrors);
+      this._setMessage((error as Error).message ?? String(error), 'error');
+      return null;
+    } finally {
+      this._startButton.disabled = false;
+    }
+  }
+
+  private _build(sweepable: ParamSpec[]): void {
+    const lab = this.lab;
+    const fields = h('div', { className: 'gpudojo-run-form-fields' });
+    for (const spec of lab.parameters) {
+      fields.appendChild(this._field(spec));
+    }
+    const notes: HTMLElement[] = [];
+    if (lab.needs !== 'cpu') {
+      const needs = lab.needs === 'multi-gpu' ? 'several GPUs' : 'a GPU';
+      notes.push(
+        h('p', {
+          className: 'gpudojo-run-form-needs',
+          text: `This lab is made for ${needs}.${lab.cpu_path ? ` Without: ${lab.cpu_path}` : ''}`
+        })
+      );
+    }
+    if (lab.launcher === 'torchrun') {
+      notes.push(
+        h('p', {
+          className: 'gpudojo-run-form-note',
+          text: 'Started with torchrun: one process per rank, NCCL on GPUs, gloo over loopback on a CPU.'
+        })
+      );
+    }
+    this._startButton = h('button', {
+      className: 'jp-Button jp-mod-styled jp-mod-accept gpudojo-run-start',
+      text: 'Start',
+      attrs: { type: 'button' }
+    });
+    this._startButton.addEventListener('click', () => void this.submit());
+    this._message = h('span', { className: 'gpudojo-run-form-message', attrs: { 'aria-live': 'polite' } });
+    this.node.append(
+      h('h2', { className: 'gpudojo-run-form-title', text: `Run: ${lab.title}` }),
+      ...notes,
+      fields,
+      sweepable.length ? this._sweepFieldset(sweepable) : '',
+      h('div', { className: 'gpudojo-run-form-actions' }, this._startButton, this._message)
+    );
+    this.node.addEventListener('keydown', event => {
+      if (event.key === 'Enter' && (event.target as HTMLElement).tagName === 'INPUT') {
+        event.preventDefault();
+        void this.submit();
+      }
+    });
+  }
+
+  private _field(spec: ParamSpec): HTMLElement {
+    let input: FieldInput;
+    const raw = this._raw[spec.name];
+    if (spec.type === 'choice') {
+      const select = h('select', { className: 'jp-mod-styled', attrs: { name: spec.name } });
+      (spec.choices ?? []).forEach((choice, i) => {
+        select.appendChild(h('option', { text: String(choice), attrs: { value: String(i) } }));
+      });
+      select.value = String(raw);
+      input = select;
+    } else if (spec.type === 'bool') {
+      const box = h('input', { attrs: { name: spec.name, type: 'checkbox' } });
+      box.checked = raw === true;
+      input = box;
+    } else {
+      const attrs: Record<string, string> = {
+        name: spec.name,
+        type: 'number',
+        step: spec.type === 'int' ? '1' : 'any'
+      };
+      if (spec.min !== null && spec.min !== undefined) {
+        attrs.min = String(spec.min);
+      }
+      if (spec.max !== null && spec.max !== undefined) {
+        attrs.max = String(spec.max);
+      }
+      const number = h('input', { className: 'jp-mod-styled', attrs });
+      number.value = String(raw);
+      input = number;
+    }
+    const errorId = `${this.id || 'gpudojo-run-form'}-${this.lab.id}-${spec.name}-error`;
+    input.setAttribute('aria-describedby', errorId);
+    const read = () => (input instanceof HTMLInputElement && input.type === 'checkbox' ? input.checked : input.value);
+    input.addEventListener(spec.type === 'int' || spec.type === 'float' ? 'input' : 'change', () => {
+      this._raw[spec.name] = read();
+      const checked = parseField(spec, this._raw[spec.name]);
+      this._setError(spec.name, checked.ok ? '' : checked.error);
+    });
+    this._inputs.set(spec.name, input);
+    const error = h('span', {
+      className: 'gpudojo-field-error',
+      attrs: { 'data-for': spec.name, id: errorId, role: 'alert' }
+    });
+    this._errors.set(spec.name, error);
+    const range = spec.type === 'int' || spec.type === 'float' ? rangeText(spec) : '';
+    const help = [spec.help, range ? `(${range})` : ''].filter(Boolean).join(' ');
+    return h(
+      'label',
+      { className: 'gpudojo-run-form-field', attrs: { 'data-param': spec.name, 'data-type': spec.type } },
+      h('span', { className: 'gpudojo-run-form-name', text: spec.name }),
+      input,
+      help ? h('span', { className: 'gpudojo-run-form-help', text: help }) : null,
+      error
+    );
+  }
+
+  private _sweepFieldset(sweepable: ParamSpec[]): HTMLElement {
+    const enabled = h('input', { attrs: { name: 'sweep-enabled', type: 'checkbox' } });
+    const param = h('select', { className: 'jp-mod-styled', attrs: { name: 'sweep-param' } });
+    for (const spec of sweepable) {
+      param.appendChild(h('option', { text: spec.name, attrs: { value: spec.name } }));
+    }
+    param.value = this._sweep.param;
+    const values = h('input', {
+      className: 'jp-mod-styled',
+      attrs: { name: 'sweep-values', type: 'text', placeholder: 'e.g. 1, 2, 4', 'aria-label': 'Values to sweep' }
+    });
+    enabled.addEventListener('change', () => {
+      this._sweep.enabled = enabled.checked;
+      this._refreshSweep();
+    });
+    param.addEventListener('change', () => {
+      this._sweep.param = param.value;
+      this._refreshSweep();
+    });
+    values.addEventListener('input', () => {
+      this._sweep.text = values.value;
+      this._refreshSweep();
+    });
+    this._sweepInputs = [param, values];
+    const error = h('span', { className: 'gpudojo-field-error', attrs: { 'data-for': SWEEP_FIELD, role: 'alert' } });
+    this._errors.set(SWEEP_FIELD, error);
+    return h(
+      'fieldset',
+      { className: 'gpudojo-run-sweep' },
+      h('legend', { text: 'Sweep' }),
+      h('label', { className: 'gpudojo-run-sweep-toggle' }, enabled, ' Run once per value of '),
+      param,
+      values,
+      h('span', {
+        className: 'gpudojo-run-form-help',
+        text: 'The runs go one after another, so their timings compare; the sweep view charts the scaling.'
+      }),
+      error
+    );
+  }
+
+  /** Enable the sweep's fields, disable the swept parameter's own field, label Start with the run count. */
+  private _refreshSweep(): void {
+    const { enabled, param, text } = this._sweep;
+    for (const input of this._sweepInputs) {
+      input.disabled = !enabled;
+    }
+    for (const [name, input] of this._inputs) {
+      input.disabled = enabled && name === param;
+    }
+    const spec = this.lab.parameters.find(p => p.name === param);
+    let count = 1;
+    if (enabled && spec && text.trim()) {
+      const parsed = parseSweepValues(spec, text);
+      this._setError(SWEEP_FIELD, parsed.ok ? '' : parsed.error);
+      count = parsed.ok ? parsed.values.length : 1;
+    } else {
+      this._setError(SWEEP_FIELD, '');
+    }
+    this._startButton.textContent = count > 1 ? `Start ${count} runs` : 'Start';
+  }
+
+  private _showErrors(errors: Record<string, string>): void {
+    for (const name of this._errors.keys()) {
+      this._setError(name, errors[name] ?? '');
+    }
+    const unplaced = Object.entries(errors).filter(([name]) => !this._errors.has(name));
+    if (unplaced.length) {
+      this._setMessage(unplaced.map(([name, message]) => `${name}: ${message}`).join('; '), 'error');
+    }
+  }
+
+  private _setError(name: string, message: string): void {
+    const node = this._errors.get(name);
+    if (!node) {
+      return;
+    }
+    node.textContent = message;
+    node.closest('.gpudojo-run-form-field, .gpudojo-run-sweep')?.classList.toggle('gpudojo-mod-invalid', !!message);
+    this._inputs.get(name)?.setAttribute('aria-invalid', message ? 'true' : 'false');
+  }
+
+  private _setMessage(text: string, kind: 'info' | 'error'): void {
+    this._message.textContent = text;
+    this._message.setAttribute('data-kind', kind);
+  }
+
+  private _start: (request: LabRunRequest) => Promise<Run[]>;
+  private _raw: RawValues;
+  private _sweep: SweepDraft;
+  private _inputs = new Map<string, FieldInput>();
+  private _errors = new Map<string, HTMLElement>();
+  private _sweepInputs: FieldInput[] = [];
+  private _startButton!: HTMLButtonElement;
+  private _message!: HTMLElement;
+}

@@ -1,0 +1,72 @@
+/** The "Run with torchrun…" dialog: how many processes and which arguments, for a learner's .py file. */
+
+import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { Widget } from '@lumino/widgets';
+import type { ScriptRunRequest } from '../api/types';
+import { h } from '../dom';
+import { MAX_SCRIPT_NPROC, scriptRequest } from './requests';
+
+interface ScriptFields {
+  nproc: string;
+  args: string;
+}
+
+/** The dialog's body: two fields and, after a wrong try, what was wrong. */
+class ScriptForm extends Widget implements Dialog.IBodyWidget<ScriptFields> {
+  constructor(path: string, fields: ScriptFields, problem: string) {
+    super();
+    this.addClass('gpudojo-script-form');
+    this._nproc = h('input', {
+      className: 'jp-mod-styled',
+      attrs: { name: 'nproc', type: 'number', min: '1', max: String(MAX_SCRIPT_NPROC), step: '1' }
+    });
+    this._nproc.value = fields.nproc;
+    this._args = h('input', {
+      className: 'jp-mod-styled',
+      attrs: { name: 'args', type: 'text', placeholder: 'e.g. --epochs 2 --lr 0.01' }
+    });
+    this._args.value = fields.args;
+    this.node.append(
+      h('p', {}, 'torchrun starts ', h('code', { text: path }), ' once per process, each with its RANK and WORLD_SIZE.'),
+      h('label', { className: 'gpudojo-run-form-field' }, h('span', { className: 'gpudojo-run-form-name', text: 'Processes (nproc)' }), this._nproc),
+      h(
+        'label',
+        { className: 'gpudojo-run-form-field' },
+        h('span', { className: 'gpudojo-run-form-name', text: 'Arguments' }),
+        this._args,
+        h('span', { className: 'gpudojo-run-form-help', text: 'Split as a shell would; quotes group words.' })
+      ),
+      h('div', { className: 'gpudojo-field-error', attrs: { role: 'alert' }, text: problem })
+    );
+  }
+
+  getValue(): ScriptFields {
+    return { nproc: this._nproc.value, args: this._args.value };
+  }
+
+  private _nproc: HTMLInputElement;
+  private _args: HTMLInputElement;
+}
+
+/** Ask for processes and arguments until they are valid; null when the learner cancels. */
+export async function askScriptRun(path: string): Promise<ScriptRunRequest | null> {
+  let fields: ScriptFields = { nproc: '2', args: '' };
+  let problem = '';
+  for (;;) {
+    const result = await showDialog<ScriptFields>({
+      title: 'Run with torchrun',
+      body: new ScriptForm(path, fields, problem),
+      buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Start' })],
+      focusNodeSelector: 'input[name=nproc]'
+    });
+    if (!result.button.accept || !result.value) {
+      return null;
+    }
+    fields = result.value;
+    try {
+      return scriptRequest(path, fields.nproc, fields.args);
+    } catch (error) {
+      problem = (error as Error).message;
+    }
+  }
+}

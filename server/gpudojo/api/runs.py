@@ -1,0 +1,202 @@
+"""The runs routes: labs, launch (lab, sweep or a learner's script), list, one run, cancel,
+and each run's websocket stream (logs per rank, metrics, status; replayed from the start).
+
+Launching and cancelling start and stop processes, so they also need `execute` on
+`kernels`; reading runs and streams needs only `read` on `gpudojo`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web, websocket
+
+from .base import ApiError, GPUDojoHandler, GPUDojoWebSocket
+
+RUN_ID = r"(?P<run_id>[0-9]{8}-[0-9]{6}-[0-9a-f]{6})"
+GROUP_ID = r"(?P<group>sweep-[0-9a-f]{10})"
+
+
+class RunsBase(GPUDojoHandler):
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        from ..runs.service import RunRequestError
+
+        try:
+            return await self.services.in_runs_thread(fn, *args)
+        except RunRequestError as err:
+            raise ApiError(err.status, err.code, str(err), err.errors) from err
+
+
+class LabsHandler(RunsBase):
+    api_doc = {"get": {"summary": "Runnable labs with their parameter forms and checks", "response": "LabList"}}
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        runs = self.services.runs
+        self.write_model(await self.call(runs.labs))
+
+
+class RunsHandler(RunsBase):
+    api_doc = {
+        "get": {"summary": "Runs, newest first (?lab=, ?status=, ?group=, ?limit=)", "response": "RunList"},
+        "post": {
+            "summary": "Launch a lab (params validated against lab.toml; a sweep runs one per value) or a script",
+            "request": "RunRequestBody",
+            "response": "RunList",
+        },
+    }
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        from ..runs.models import RunList
+
+        filters: dict[str, Any] = {k: self.get_query_argument(k, None) for k in ("lab", "status", "group")}
+        try:
+            filters["limit"] = max(1, min(int(self.get_query_argument("limit", "100")), 1000))
+        except ValueError as err:
+            raise ApiError(400, "invalid_request", "limit must be a whole number") from err
+        runs = self.services.runs
+        self.write_model(RunList(runs=await self.call(lambda: runs.list(**filters))))
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        await self.require_execute("Starting and stopping runs")
+        from ..runs.models import RunList, RunRequestBody
+
+        body = self.parse_body(RunRequestBody)
+        gpus = await self.services.gpu_count()
+        runs = self.services.runs
+        created = await self.call(lambda: runs.submit(body.root, user=self.user_name, gpus=gpus))
+        self.set_status(201)
+        self.write_model(RunList(runs=created))
+
+
+class RunDocHandler(RunsBase):
+    api_doc = {"get": {"summary": "One run: status, parameters, backend, root cause, checks", "response": "Run"}}
+
+    @web.authenticated
+    @authorized
+    async def get(self, run_id: str) -> None:
+        runs = self.services.runs
+        self.write_model(await self.call(runs.get, run_id))
+
+
+class CancelHandler(RunsBase):
+    api_doc = {
+        "post": {"summary": "Cancel a run: SIGTERM, a grace period, then SIGKILL to every process", "response": "Run"}
+    }
+
+    @web.authenticated
+    @authorized
+    async def post(self, run_id: str) -> None:
+        await self.require_execute("Starting and stopping runs")
+        runs = self.services.runs
+        self.write_model(await self.call(runs.cancel, run_id))
+
+
+class SweepHandler(RunsBase):
+    api_doc = {"get": {"summary": "The runs of one sweep, for the scaling chart", "response": "Sweep"}}
+
+    @web.authenticated
+    @authorized
+    async def get(self, group: str) -> None:
+        from ..runs.models import Sweep
+
+        runs = self.services.runs
+        members = sorted(await self.call(lambda: runs.list(group=group, limit=64)), key=lambda r: r.created_at)
+        if not members:
+            raise ApiError(404, "not_found", f"No sweep {group!r}.")
+        self.write_model(Sweep(group=group, lab=members[0].lab or "", param=members[0].group_param or "", runs=members))
+
+
+class RunStreamHandler(GPUDojoWebSocket):
+    """A run's events from the start (or after ?after=SEQ), then live until the run ends."""
+
+    api_doc = {
+        "get": {
+            "summary": "Websocket: the run's events (log, metric, status, truncated) from ?after=SEQ, then live",
+            "websocket": True,
+            "messages_out": ["EventBatch"],
+        }
+    }
+    _unsubscribe: Callable[[], None] | None = None
+    _pump_task: asyncio.Task | None = None
+
+    async def open(self, run_id: str) -> None:  # type: ignore[override]
+        from ..runs.service import RunRequestError
+
+        super().open()
+        try:
+            after = int(self.get_query_argument("after", "-1"))
+        except ValueError:
+            after = -1
+        loop = asyncio.get_running_loop()
+        pending: list[dict[str, Any]] = []
+        wake = asyncio.Event()
+        lock = threading.Lock()
+
+        def live(event: dict[str, Any]) -> None:  # called from the run's threads
+            # One wake-up of the event loop per burst of lines, not one per line.
+            with lock:
+                pending.append(event)
+                first = len(pending) == 1
+            if first:
+                loop.call_soon_threadsafe(wake.set)
+
+        def take() -> list[dict[str, Any]]:
+            with lock:
+                events = pending[:]
+                pending.clear()
+                wake.clear()
+            return events
+
+        runs = self.services.runs
+        try:
+            past, ended, self._unsubscribe = await self.services.in_runs_thread(runs.subscribe, run_id, after, live)
+        except RunRequestError as err:
+            self.write_message(json.dumps({"type": "error", "error": {"code": err.code, "message": str(err)}}))
+            self.close(4404, "no such run")
+            return
+        # Batches keep 100k replayed lines from becoming 100k websocket frames.
+        for i in range(0, len(past), 500):
+            self.write_message(json.dumps({"type": "batch", "events": past[i : i + 500]}, separators=(",", ":")))
+        if ended:
+            self.close(1000, "run ended")
+            return
+        self._pump_task = asyncio.ensure_future(self._pump(wake, take))
+
+    async def _pump(self, wake: asyncio.Event, take: Callable[[], list[dict[str, Any]]]) -> None:
+        while self.ws_connection is not None:
+            await wake.wait()
+            events = take()
+            for i in range(0, len(events), 2000):
+                chunk = events[i : i + 2000]
+                try:
+                    await self.write_message(json.dumps({"type": "batch", "events": chunk}, separators=(",", ":")))
+                except websocket.WebSocketClosedError:
+                    return
+            if any(e["type"] == "status" and e["run"]["status"] in _FINAL for e in events):
+                self.close(1000, "run ended")
+                return
+
+    def on_message(self, message: str | bytes) -> None:
+        # The stream is one-way; a reconnecting client says where to resume with ?after=.
+        pass
+
+    def on_close(self) -> None:
+        if self._pump_task is not None:
+            self._pump_task.cancel()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+
+_FINAL = {"succeeded", "failed", "cancelled", "timed_out", "lost"}

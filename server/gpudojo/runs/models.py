@@ -1,0 +1,240 @@
+"""Shapes of the runs API: lab manifests, run requests, runs, their events and sweeps.
+
+Times are Unix seconds (float) unless the name says otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled", "timed_out", "lost"]
+FINAL_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled", "timed_out", "lost"})
+Launcher = Literal["python", "torchrun"]
+Needs = Literal["cpu", "gpu", "multi-gpu"]
+ParamValue = bool | int | float | str
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- manifests -----------------------------------------------------------------------------
+
+
+class ParamSpec(_Model):
+    """One typed parameter of a lab. Each becomes ``--name value`` on the entry script's
+    command line (bool: ``--name`` / ``--no-name``), except ``nproc``, which torchrun takes."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")
+    type: Literal["int", "float", "choice", "bool"]
+    default: ParamValue
+    help: str = ""
+    min: float | None = None
+    max: float | None = None
+    choices: list[ParamValue] | None = None
+
+
+class MetricSpec(_Model):
+    name: str
+    unit: str = ""
+    help: str = ""
+    chart: bool = Field(True, description="False for a label such as an epoch number: recorded, not charted")
+
+
+class CheckSpec(_Model):
+    """What decides that a lab was completed.
+
+    kind:
+    - ``reported``: the script reports it (``labkit.check(id, ok, detail)``);
+    - ``decreases``: ``metric`` at the last step is below its value at the first (rank 0);
+    - ``ranks_equal``: every rank reported the same last value of ``metric``;
+    - ``succeeded``: every process exited with 0.
+    ``when`` limits a check to runs whose parameters have these values."""
+
+    id: str
+    title: str
+    kind: Literal["reported", "decreases", "ranks_equal", "succeeded"] = "reported"
+    metric: str | None = None
+    needs: Needs = "cpu"
+    when: dict[str, ParamValue] = Field(default_factory=dict)
+
+
+class LabManifest(_Model):
+    """labs/<id>/lab.toml as the run service reads it (the course catalog reads the same file)."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str
+    title: str
+    order: int = 0
+    minutes: int = 0
+    needs: Needs = "cpu"
+    cpu_path: str | None = None
+    entry: str = Field(pattern=r"^[A-Za-z0-9_.-]+\.py$")
+    launcher: Launcher = "python"
+    parameters: list[ParamSpec] = Field(default_factory=list)
+    metrics: list[MetricSpec] = Field(default_factory=list)
+    checks: list[CheckSpec] = Field(default_factory=list)
+
+
+class LabSummary(_Model):
+    id: str
+    title: str
+    needs: Needs
+    cpu_path: str | None
+    launcher: Launcher
+    parameters: list[ParamSpec]
+    metrics: list[MetricSpec]
+    checks: list[CheckSpec]
+
+
+class LabProblem(_Model):
+    lab: str
+    message: str
+
+
+class LabList(_Model):
+    """GET runs/labs: the runnable labs with their parameter forms, and manifests that failed."""
+
+    labs: list[LabSummary]
+    problems: list[LabProblem] = Field(default_factory=list)
+
+
+# --- requests ------------------------------------------------------------------------------
+
+
+class LabRunRequest(_Model):
+    kind: Literal["lab"] = "lab"
+    lab: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,99}$")
+    params: dict[str, ParamValue] = Field(default_factory=dict)
+    sweep: SweepSpec | None = None
+
+
+class SweepSpec(_Model):
+    """Run the lab once per value of one parameter (e.g. nproc over 1, 2, 4), in order."""
+
+    param: str
+    values: list[ParamValue] = Field(min_length=1, max_length=8)
+
+
+class ScriptRunRequest(_Model):
+    """A learner's own script: a path inside the server's root_dir."""
+
+    kind: Literal["script"] = "script"
+    path: str = Field(min_length=1, max_length=1024, description="Relative to the server's root_dir")
+    nproc: int = Field(1, ge=1, le=64)
+    args: list[str] = Field(default_factory=list, max_length=64)
+    launcher: Launcher = "torchrun"
+
+
+RunRequest = Annotated[LabRunRequest | ScriptRunRequest, Field(discriminator="kind")]
+
+
+class RunRequestBody(RootModel[RunRequest]):
+    """POST runs: {kind: "lab", lab, params, sweep?} or {kind: "script", path, nproc, args}."""
+
+
+# --- runs ----------------------------------------------------------------------------------
+
+
+class RootCause(_Model):
+    """The first failing rank's error (torchrun's error.json), shown before anything else."""
+
+    rank: int | None = None
+    exit_code: int | None = None
+    exception: str = Field(description="e.g. 'RuntimeError: boom'")
+    traceback: str = ""
+    timestamp: float | None = None
+    others: list[dict[str, Any]] = Field(default_factory=list, description="Other ranks' errors, folded")
+
+
+class CheckResult(_Model):
+    id: str
+    title: str
+    ok: bool | None = Field(description="None: not decided yet, or does not apply")
+    detail: str = ""
+    applies: bool = True
+
+
+class Run(_Model):
+    id: str
+    kind: Literal["lab", "script"]
+    lab: str | None = None
+    title: str
+    params: dict[str, ParamValue] = Field(default_factory=dict)
+    launcher: Launcher
+    nproc: int
+    status: RunStatus
+    backend: Literal["nccl", "gloo", "none"]
+    device_mode: Literal["gpu", "cpu"]
+    mode_note: str
+    argv: list[str] = Field(default_factory=list, description="The command that ran (for the learner to copy)")
+    created_at: float
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
+    root_cause: RootCause | None = None
+    checks: list[CheckResult] = Field(default_factory=list)
+    script_path: str | None = Field(None, description="A script run's path, relative to the server's root")
+    script_args: list[str] = Field(default_factory=list, description="A script run's arguments")
+    group: str | None = Field(None, description="Sweep group id")
+    group_param: str | None = None
+    user: str = ""
+
+
+class RunList(_Model):
+    runs: list[Run]
+
+
+class Sweep(_Model):
+    group: str
+    lab: str
+    param: str
+    runs: list[Run]
+
+
+# --- stream --------------------------------------------------------------------------------
+
+
+class LogEvent(_Model):
+    type: Literal["log"] = "log"
+    seq: int = Field(description="Position in the run's event stream (resume from here)")
+    rank: int | None = Field(description="None: the launcher's own output")
+    stream: Literal["stdout", "stderr"]
+    text: str
+    t: float
+
+
+class MetricEvent(_Model):
+    type: Literal["metric"] = "metric"
+    seq: int
+    rank: int
+    step: int | None = None
+    values: dict[str, float | int | str | bool | None]
+    t: float
+
+
+class StatusEvent(_Model):
+    type: Literal["status"] = "status"
+    seq: int
+    run: Run
+
+
+class TruncatedEvent(_Model):
+    type: Literal["truncated"] = "truncated"
+    seq: int
+    message: str
+
+
+RunEvent = Annotated[LogEvent | MetricEvent | StatusEvent | TruncatedEvent, Field(discriminator="type")]
+
+
+class EventBatch(_Model):
+    """What the run stream sends: events in order. Reconnect with ?after=<last seq> to resume."""
+
+    type: Literal["batch"] = "batch"
+    events: list[RunEvent]
+
+
+LabRunRequest.model_rebuild()

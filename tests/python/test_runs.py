@@ -1,0 +1,300 @@
+"""The run service with real torchrun and gloo on this CPU: success, a crashing rank, cancel,
+timeout, restart, sweeps, the queue, scripts, the output cap, and the event stream."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from gpudojo.runs.models import LabRunRequest, ScriptRunRequest, SweepSpec
+from gpudojo.runs.procs import alive_of
+from gpudojo.runs.service import RunRequestError, RunService
+
+LABS = Path(__file__).resolve().parents[1] / "data" / "labs"
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def service(tmp_path):
+    svc = RunService(LABS, tmp_path / "data", tmp_path / "root", cancel_grace_s=3.0)
+    yield svc
+    svc.close()
+
+
+def lab(**params):
+    return LabRunRequest(lab="lab-test-ddp", params=params)
+
+
+def wait_for(predicate, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    raise AssertionError("condition not reached")
+
+
+def all_events(svc, run_id, after=-1):
+    past, ended, unsubscribe = svc.subscribe(run_id, after, lambda e: None)
+    unsubscribe()
+    return past, ended
+
+
+def test_two_process_gloo_lab_succeeds_with_logs_metrics_and_checks(service):
+    (run,) = service.submit(lab(nproc=2))
+    assert run.status in ("queued", "running") and run.backend == "gloo" and run.device_mode == "cpu"
+    assert "gloo" in run.mode_note
+    done = service.wait(run.id, 120)
+    assert done.status == "succeeded", done.root_cause
+    assert done.exit_code == 0 and done.root_cause is None
+    assert done.argv[1:4] == ["-m", "torch.distributed.run", "--nproc-per-node"] and "--log-dir" in done.argv
+    assert {c.id: c.ok for c in done.checks} == {
+        "loss-falls": True,
+        "same-params": True,
+        "done": True,
+        "said-hello": True,
+    }
+    events, ended = all_events(service, run.id)
+    assert ended and [e["seq"] for e in events] == list(range(len(events)))
+    logs = [e for e in events if e["type"] == "log"]
+    for rank in (0, 1):
+        assert any(
+            e["rank"] == rank and e["text"] == "step 5 loss " + e["text"][12:]
+            for e in logs
+            if e["text"].startswith("step 5")
+        )
+        assert any(e["rank"] == rank and e["stream"] == "stderr" and e["text"] == "stderr line 0" for e in logs)
+    metrics = [e for e in events if e["type"] == "metric"]
+    assert {e["rank"] for e in metrics} == {0, 1}
+    assert sum(1 for e in metrics if e["rank"] == 0 and "loss" in e["values"]) == 6
+    folder = service.runs_dir / run.id
+    assert (folder / "metrics" / "rank1.jsonl").is_file()
+    assert sorted(p.parent.name for p in (folder / "torchrun").glob("*/attempt_0/*/stdout.log")) == ["0", "1"]
+    assert events[-1]["type"] == "status" and events[-1]["run"]["status"] == "succeeded"
+    # The store has it, as the server and the CLI will read it.
+    assert service.store.get(run.id).status == "succeeded"
+
+
+def test_crash_on_rank_one_is_the_root_cause(service):
+    (run,) = service.submit(lab(nproc=2, crash_rank=1))
+    done = service.wait(run.id, 120)
+    assert done.status == "failed" and done.exit_code != 0
+    cause = done.root_cause
+    # 1 from the exception, or -6 when gloo aborts the dying process on its way out.
+    assert cause.rank == 1 and cause.exit_code in (1, -6)
+    assert cause.exception == "RuntimeError: rank 1 fails on purpose at step 2"
+    assert "train.py" in cause.traceback
+    assert {c.id: c.ok for c in done.checks}["done"] is False
+
+
+def test_cancel_leaves_no_process_alive(service):
+    (run,) = service.submit(lab(nproc=2, sleep_s=120))
+    wait_for(lambda: len(service.store.pids(run.id)) >= 3)  # torchrun and its two workers
+    wait_for(lambda: any(c.ok for c in service.get(run.id).checks if c.id == "loss-falls"))
+    pids = service.store.pids(run.id)
+    started = time.monotonic()
+    done = service.cancel(run.id)
+    assert done.status == "cancelled" and time.monotonic() - started < 15
+    assert alive_of(pids) == []
+    assert done.root_cause is None
+
+
+def test_timeout_stops_the_run(tmp_path):
+    svc = RunService(LABS, tmp_path / "data", tmp_path, run_timeout_s=4.0, cancel_grace_s=2.0)
+    try:
+        (run,) = svc.submit(lab(nproc=2, sleep_s=120))
+        done = svc.wait(run.id, 60)
+        assert done.status == "timed_out"
+        assert alive_of(svc.store.pids(run.id)) == []
+    finally:
+        svc.close()
+
+
+def test_server_restart_marks_a_killed_run_lost_and_kills_its_workers(tmp_path):
+    # A "server" in a child process starts a run, then dies without any chance to clean up.
+    data = tmp_path / "data"
+    program = textwrap.dedent(f"""
+        import sys, time
+        from pathlib import Path
+        from gpudojo.runs.models import LabRunRequest
+        from gpudojo.runs.service import RunService
+        svc = RunService(Path({str(LABS)!r}), Path({str(data)!r}), Path({str(tmp_path)!r}))
+        (run,) = svc.submit(LabRunRequest(lab="lab-test-ddp", params={{"nproc": 2, "sleep_s": 120}}))
+        print(run.id, flush=True)
+        time.sleep(600)
+    """)
+    server = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
+    run_id = server.stdout.readline().strip()
+    probe = RunService(LABS, data, tmp_path)  # its owner is alive: the run is left alone
+    try:
+        wait_for(lambda: len(probe.store.pids(run_id)) >= 3)
+        assert probe.get(run_id).status == "running"
+        pids = probe.store.pids(run_id)
+    finally:
+        probe.close()
+    server.kill()
+    server.wait()
+    assert alive_of(pids), "the workers outlive a killed server until someone reaps them"
+    restarted = RunService(LABS, data, tmp_path)
+    try:
+        run = restarted.get(run_id)
+        assert run.status == "lost" and "server stopped" in run.root_cause.exception
+        assert alive_of(pids) == []
+    finally:
+        restarted.close()
+
+
+@pytest.mark.parametrize(
+    ("params", "param", "words"),
+    [
+        ({"nproc": 9}, "nproc", "above the maximum"),
+        ({"steps": "ten"}, "steps", "whole number"),
+        ({"lr": True}, "lr", "expected a number"),
+        ({"optimizer": "lion"}, "optimizer", "one of sgd, adam"),
+        ({"sync": "yes"}, "sync", "true or false"),
+        ({"epochs": 3}, "epochs", "no parameter 'epochs'"),
+    ],
+)
+def test_bad_parameters_name_the_field(service, params, param, words):
+    with pytest.raises(RunRequestError) as info:
+        service.submit(lab(**params))
+    assert info.value.status == 400
+    assert [e["param"] for e in info.value.errors] == [param] and words in info.value.errors[0]["message"]
+    assert service.list() == []
+
+
+def test_unknown_and_broken_labs(service):
+    with pytest.raises(RunRequestError) as info:
+        service.submit(LabRunRequest(lab="lab-nope"))
+    assert info.value.status == 404
+    listing = service.labs()
+    assert [p.lab for p in listing.problems] == ["lab-broken"] and "nowhere.py" in listing.problems[0].message
+    assert {lab.id for lab in listing.labs} == {"lab-test-ddp", "lab-test-single"}
+
+
+def test_late_subscriber_gets_everything_and_can_resume(service):
+    (run,) = service.submit(lab(nproc=1, steps=3))
+    live: list[dict] = []
+    past, ended, unsubscribe = service.subscribe(run.id, -1, live.append)
+    service.wait(run.id, 120)
+    unsubscribe()
+    seen = past + live
+    assert [e["seq"] for e in seen] == list(range(len(seen)))
+    late, ended = all_events(service, run.id)
+    assert ended and late == seen
+    tail, _ = all_events(service, run.id, after=len(seen) - 3)
+    assert tail == seen[-2:]
+
+
+def test_sweep_runs_one_after_another(service):
+    runs = service.submit(
+        LabRunRequest(lab="lab-test-ddp", params={"steps": 3}, sweep=SweepSpec(param="nproc", values=[1, 2]))
+    )
+    assert [r.params["nproc"] for r in runs] == [1, 2] and runs[0].group == runs[1].group
+    first, second = (service.wait(r.id, 120) for r in runs)
+    assert first.status == second.status == "succeeded"
+    assert second.started_at >= first.ended_at
+    assert [r.id for r in service.list(group=runs[0].group)] == [second.id, first.id]
+
+
+def test_queue_respects_the_cap(tmp_path):
+    svc = RunService(LABS, tmp_path / "data", tmp_path, max_concurrent=1, cancel_grace_s=2.0)
+    try:
+        (first,) = svc.submit(lab(nproc=1, sleep_s=60))
+        (second,) = svc.submit(lab(nproc=1, steps=2))
+        wait_for(lambda: svc.get(first.id).status == "running")
+        assert svc.get(second.id).status == "queued"
+        svc.cancel(first.id)
+        assert svc.wait(second.id, 120).status == "succeeded"
+        (cancelled,) = svc.submit(lab(nproc=1, sleep_s=60))
+        (queued,) = svc.submit(lab(nproc=1))
+        assert svc.cancel(queued.id).status == "cancelled"
+        svc.cancel(cancelled.id)
+    finally:
+        svc.close()
+
+
+def test_learners_script_inside_root_only(service):
+    root = service.root_dir
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "mine.py").write_text("import sys\nprint('hi', sys.argv[1:])\nraise SystemExit(3)\n")
+    (root.parent / "outside.py").write_text("print('no')\n")
+    (run,) = service.submit(ScriptRunRequest(path="mine.py", nproc=1, args=["--x", "1"], launcher="python"))
+    done = service.wait(run.id, 60)
+    assert done.status == "failed" and done.exit_code == 3 and done.kind == "script"
+    assert (done.script_path, done.script_args) == ("mine.py", ["--x", "1"])
+    assert "torch.cuda is not available" in done.mode_note
+    events, _ = all_events(service, run.id)
+    assert any(e["type"] == "log" and e["text"] == "hi ['--x', '1']" for e in events)
+    for path, status in (("../outside.py", 403), ("missing.py", 404), ("/etc/passwd", 403)):
+        with pytest.raises(RunRequestError) as info:
+            service.submit(ScriptRunRequest(path=path))
+        assert info.value.status == status
+
+
+def test_single_process_lab_failure_has_its_traceback(service):
+    (run,) = service.submit(LabRunRequest(lab="lab-test-single", params={"fail": True}))
+    done = service.wait(run.id, 60)
+    assert done.status == "failed" and done.backend == "none"
+    assert done.root_cause.rank == 0 and done.root_cause.exception == "ValueError: asked to fail"
+    events, _ = all_events(service, run.id)
+    assert [e["values"]["loss"] for e in events if e["type"] == "metric"] == [1.0, 0.5]
+
+
+def test_output_cap_marks_where_it_cut(tmp_path):
+    svc = RunService(LABS, tmp_path / "data", tmp_path, max_log_bytes=200)
+    try:
+        (run,) = svc.submit(lab(nproc=1, steps=20))
+        assert svc.wait(run.id, 120).status == "succeeded"
+        events, _ = all_events(svc, run.id)
+        kinds = [e["type"] for e in events]
+        assert kinds.count("truncated") == 1
+        assert "log" not in kinds[kinds.index("truncated") :]
+        assert "metric" in kinds[kinds.index("truncated") :]
+    finally:
+        svc.close()
+
+
+def test_close_kills_every_run(tmp_path):
+    svc = RunService(LABS, tmp_path / "data", tmp_path, cancel_grace_s=2.0)
+    (run,) = svc.submit(lab(nproc=2, sleep_s=120))
+    wait_for(lambda: len(svc.store.pids(run.id)) >= 3)
+    pids = svc.store.pids(run.id)
+    svc.close()
+    assert alive_of(pids) == []
+    reopened = RunService(LABS, tmp_path / "data", tmp_path)
+    try:
+        assert reopened.get(run.id).status == "cancelled"
+    finally:
+        reopened.close()
+
+
+def test_root_cause_prefers_torchruns_verdict_and_self_inflicted_failures(tmp_path):
+    from gpudojo.runs.rootcause import root_cause
+
+    attempt = tmp_path / "none_x" / "attempt_0"
+    for rank, message in ((0, "RuntimeError: Connection closed by peer"), (1, "RuntimeError: the real bug")):
+        (attempt / str(rank)).mkdir(parents=True)
+        doc = {"message": {"message": message, "extraInfo": {"py_callstack": "Traceback ...", "timestamp": "100"}}}
+        (attempt / str(rank) / "error.json").write_text(json.dumps(doc))
+    failures = "Failures:\n[1]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : -15 (pid: 5)\n"
+    verdict = "Root Cause (first observed failure):\n[0]:\n  rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 6)\n"
+    cause = root_cause(tmp_path, failures + verdict, 1)
+    assert (cause.rank, cause.exit_code, cause.exception) == (1, 1, "RuntimeError: the real bug")
+    assert [o["rank"] for o in cause.others] == [0] and cause.others[0]["exit_code"] == -15
+    # Without the verdict, the rank that exited by itself wins over the one a signal stopped.
+    assert root_cause(tmp_path, failures + "  rank      : 1\n  exitcode  : 1\n", 1).rank == 1
+
+
+def test_more_ranks_than_gpus_is_refused_naming_nproc(service):
+    with pytest.raises(RunRequestError) as info:
+        service.submit(lab(nproc=4), gpus=2)
+    assert info.value.errors == [
+        {"param": "nproc", "message": "4 processes but 2 GPU(s) here: with NCCL each rank needs a GPU of its own"}
+    ]
