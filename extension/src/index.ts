@@ -2,7 +2,8 @@
  * gpudojo's JupyterLab plugins: the sidebar (which features add sections to),
  * the course (sidebar section, lesson views), the GPU feature (sidebar
  * section, monitor, commands, settings), the kernel playground and one-click
- * lab runs (forms, live run views, sweeps, the Runs section).
+ * lab runs (forms, live run views, sweeps, the Runs section), and memory
+ * timelines of captures (their own panels and the run view's Memory section).
  */
 
 import {
@@ -26,6 +27,7 @@ import { GpuMonitor, MonitorSettings, createMonitorWidget } from './gpu/monitor'
 import { GpuSection } from './gpu/section';
 import { gpudojoIcon } from './icons';
 import { kernelsPlugin } from './kernels/plugin';
+import { memoryPlugin } from './memory/plugin';
 import { runsPlugin } from './runs/plugin';
 import { GpudojoSidebar, IGpudojoSidebar } from './sidebar/panel';
 import { showInMainArea } from './shell';
@@ -36,6 +38,8 @@ export { CourseCommandIds } from './course/commands';
 export { KernelCommandIds } from './kernels/commands';
 export type { PlaygroundArgs } from './kernels/commands';
 export { RunCommandIds } from './runs/commands';
+export { MemoryCommandIds } from './memory/commands';
+export { IMemoryViewer } from './memory/plugin';
 
 const PALETTE_CATEGORY = 'gpudojo';
 
@@ -161,4 +165,4 @@ const gpuPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [sidebarPlugin, coursePlugin, gpuPlugin, kernelsPlugin, runsPlugin];
+export default [sidebarPlugin, coursePlugin, gpuPlugin, kernelsPlugin, memoryPlugin, runsPlugin];

@@ -2,3 +2,4 @@ import 'uplot/dist/uPlot.min.css';
 import './base.css';
 import './kernels.css';
 import './runs.css';
+import './memory.css';

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .gpu.probe import GpuProbe
     from .gpu.telemetry import TelemetrySampler
     from .kernels.service import GpuTarget, KernelService
+    from .memory.service import MemoryService
     from .runs.models import Run
     from .runs.service import RunService
 
@@ -144,6 +145,15 @@ class Services:
             store.set_status(run.user, "lab", run.lab, "completed")
         elif store.entry(run.user, "lab", run.lab).status == "not_started":
             store.set_status(run.user, "lab", run.lab, "in_progress")
+
+    @cached_property
+    def memory(self) -> MemoryService:
+        from pathlib import Path
+
+        from .memory.service import MemoryService
+
+        s = self.settings
+        return MemoryService(Path(s.data_dir), Path(s.root_dir))
 
     async def gpu_count(self) -> int:
         """GPUs a run may use: live NVML's count (a replayed recording has none to run on)."""

@@ -26,6 +26,27 @@ export async function openSidebar(page: Page) {
   return panel;
 }
 
+/**
+ * Put `content` into the server's root as `name` (the contents API) and start it as a
+ * script run through the API; returns the run id.
+ */
+export async function startScriptRun(
+  page: Page,
+  name: string,
+  content: string,
+  run: { nproc?: number; args?: string[]; launcher?: 'python' | 'torchrun'; record_memory?: boolean } = {}
+): Promise<string> {
+  const put = await page.request.put(`/api/contents/${name}?token=${TOKEN}`, {
+    data: { type: 'file', format: 'text', content }
+  });
+  expect(put.ok()).toBe(true);
+  const started = await page.request.post(`/gpudojo/api/runs?token=${TOKEN}`, {
+    data: { kind: 'script', path: name, nproc: 1, args: [], launcher: 'python', ...run }
+  });
+  expect(started.status()).toBe(201);
+  return (await started.json()).runs[0].id as string;
+}
+
 /** Number of samples the monitor has charted so far. */
 export async function chartedSamples(page: Page): Promise<number> {
   const value = await page.locator('#gpudojo-gpu-monitor .gpudojo-monitor').getAttribute('data-samples');

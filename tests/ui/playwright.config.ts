@@ -41,7 +41,7 @@ export default defineConfig({
   projects: [
     {
       name: 'replay-2gpu',
-      testMatch: /(gpu-replay|kernels|lab-kernels|runs)\.spec\.ts/,
+      testMatch: /(gpu-replay|kernels|lab-kernels|runs|memory)\.spec\.ts/,
       use: { baseURL: `http://127.0.0.1:${servers.replay.port}` }
     },
     {

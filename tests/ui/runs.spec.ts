@@ -1,5 +1,5 @@
 import { Locator, Page, expect, test } from '@playwright/test';
-import { TOKEN, keepScreenshot, openLab, openSidebar } from './helpers';
+import { TOKEN, keepScreenshot, openLab, openSidebar, startScriptRun } from './helpers';
 
 const LAB = 'lab-03-ddp';
 /** A 2-process gloo run takes about 10 s on two cores; a sweep runs its members one after another. */
@@ -158,15 +158,7 @@ test('a learner runs their own script with torchrun from the file browser', asyn
 test('a learner cancels a running script, and Re-run starts it again', async ({ page }) => {
   test.setTimeout(300_000);
   const script = 'import time\nprint("sleeping", flush=True)\ntime.sleep(120)\n';
-  const put = await page.request.put(`/api/contents/sleepy.py?token=${TOKEN}`, {
-    data: { type: 'file', format: 'text', content: script }
-  });
-  expect(put.ok()).toBe(true);
-  const started = await page.request.post(`/gpudojo/api/runs?token=${TOKEN}`, {
-    data: { kind: 'script', path: 'sleepy.py', nproc: 1, args: ['--quiet'], launcher: 'torchrun' }
-  });
-  expect(started.status()).toBe(201);
-  const id: string = (await started.json()).runs[0].id;
+  const id = await startScriptRun(page, 'sleepy.py', script, { args: ['--quiet'], launcher: 'torchrun' });
 
   await openLab(page);
   const panel = await openSidebar(page);

@@ -10,15 +10,21 @@ import { GpudojoApiError, errorFromResponse } from './errors';
 import { RunStream, RunStreamOptions } from './runStream';
 import { TelemetryStream, TelemetryStreamOptions } from './telemetry';
 import type {
+  Analysis,
   ArchList,
+  CaptureList,
   Catalog,
   CompileRequest,
   CompileResult,
   CourseKind,
   DevicesResponse,
+  Estimate,
+  EstimateRequest,
   KernelExamples,
   LabList,
   LessonDoc,
+  MemoryDiff,
+  MemoryWindow,
   NotebookCopy,
   OccupancyReport,
   OccupancyRequest,
@@ -194,6 +200,49 @@ export class GpudojoClient {
     return requestAPI<Sweep>(`runs/sweeps/${encodeURIComponent(group)}`, { method: 'GET' }, this.serverSettings);
   }
 
+  /** GET memory/captures?run=: the memory captures a run recorded (one per rank). */
+  listCaptures(run: string): Promise<CaptureList> {
+    return this._get<CaptureList>(`memory/captures?run=${encodeURIComponent(run)}`);
+  }
+
+  /** GET memory/analysis?capture=: peak and OOM breakdowns, frames, notes (analysed once, then cached). */
+  getMemoryAnalysis(capture: string): Promise<Analysis> {
+    return this._get<Analysis>(`memory/analysis?capture=${encodeURIComponent(capture)}`);
+  }
+
+  /** POST memory/analyze: analyse a snapshot in the workspace (`path` relative to the server root). */
+  analyzeMemoryFile(path: string): Promise<Analysis> {
+    return this._post<Analysis>('memory/analyze', { path });
+  }
+
+  /**
+   * GET memory/window: the timeline of [t0, t1] (µs) sampled at `px` times, with the `top`
+   * largest allocations. `signal` aborts a query a newer viewport made stale.
+   */
+  getMemoryWindow(query: MemoryWindowQuery, signal?: AbortSignal): Promise<MemoryWindow> {
+    const q = `capture=${encodeURIComponent(query.capture)}&t0=${query.t0}&t1=${query.t1}&px=${Math.round(
+      query.px
+    )}&top=${Math.round(query.top)}`;
+    return this._get<MemoryWindow>(`memory/window?${q}`, signal);
+  }
+
+  /** GET memory/diff: two captures' peaks compared (deltas are b - a, bytes). */
+  diffMemory(a: string, b: string): Promise<MemoryDiff> {
+    return this._get<MemoryDiff>(`memory/diff?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);
+  }
+
+  /** POST memory/estimate: training memory by component, with formulas and the gap to a measured peak. */
+  estimateMemory(request: EstimateRequest): Promise<Estimate> {
+    return this._post<Estimate>('memory/estimate', request);
+  }
+
+  /** The URL of GET memory/raw (a link's href: the browser downloads the capture file itself). */
+  memoryRawUrl(capture: string): string {
+    const base = URLExt.join(this.serverSettings.baseUrl, API_PATH, 'memory/raw');
+    const token = this.serverSettings.token ? `&token=${encodeURIComponent(this.serverSettings.token)}` : '';
+    return `${base}?capture=${encodeURIComponent(capture)}${token}`;
+  }
+
   /** A run's event stream (not yet connected): replays from the start, then live, resuming after drops. */
   openRunStream(id: string): RunStream {
     const settings = this.serverSettings;
@@ -208,6 +257,10 @@ export class GpudojoClient {
     return new TelemetrySocket({ settings: this.serverSettings, rateHz });
   }
 
+  private _get<T>(endPoint: string, signal?: AbortSignal): Promise<T> {
+    return requestAPI<T>(endPoint, { method: 'GET', signal }, this.serverSettings);
+  }
+
   private _post<T>(endPoint: string, body: unknown, signal?: AbortSignal): Promise<T> {
     return requestAPI<T>(
       endPoint,
@@ -220,6 +273,15 @@ export class GpudojoClient {
       this.serverSettings
     );
   }
+}
+
+/** GET memory/window's query: a capture's viewport [t0, t1] (µs), `px` samples, the `top` largest allocations. */
+export interface MemoryWindowQuery {
+  capture: string;
+  t0: number;
+  t1: number;
+  px: number;
+  top: number;
 }
 
 /** Filters of GET runs. */

@@ -84,6 +84,8 @@ export interface LabRunRequest {
   lab: string;
   params: Record<string, ParamValue>;
   sweep?: SweepSpec | null;
+  /** labkit records memory per rank (a CUDA snapshot on a GPU, the profiler's timeline on a CPU). */
+  record_memory?: boolean;
 }
 
 /** A learner's own script: `path` is relative to the server's root folder. */
@@ -93,6 +95,8 @@ export interface ScriptRunRequest {
   nproc: number;
   args: string[];
   launcher: RunLauncher;
+  /** labkit.memory_capture() in the script records memory. */
+  record_memory?: boolean;
 }
 
 /** POST runs. */
@@ -145,6 +149,8 @@ export interface Run {
   exit_code: number | null;
   root_cause: RootCause | null;
   checks: CheckResult[];
+  /** The run was asked to record memory (its captures list under memory/captures?run=). */
+  record_memory?: boolean;
   /** Sweep group id. */
   group: string | null;
   group_param: string | null;

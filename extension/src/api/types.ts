@@ -638,3 +638,6 @@ export interface KernelExamples {
 
 /* Runs: mirrors server/gpudojo/runs/models.py (kept in its own file for size). */
 export * from './runTypes';
+
+/* Memory: mirrors server/gpudojo/memory/models.py. */
+export * from './memoryTypes';

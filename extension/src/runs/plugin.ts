@@ -9,6 +9,7 @@ import { ICommandPalette, IThemeManager, MainAreaWidget, WidgetTracker, showErro
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { GpudojoClient } from '../api/client';
 import type { LabRunRequest, Run, StartRunRequest } from '../api/types';
+import { IMemoryViewer } from '../memory/plugin';
 import { IGpudojoSidebar } from '../sidebar/panel';
 import { showInMainArea } from '../shell';
 import { RunCommandIds, readGroupId, readLabId, readParams, readRunId, runFormId, runViewId, sweepViewId } from './commands';
@@ -32,14 +33,15 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
   description: 'One-click labs: parameter forms, live run views with logs, metrics and checks, sweeps and scaling.',
   autoStart: true,
   requires: [IGpudojoSidebar],
-  optional: [ICommandPalette, ILayoutRestorer, IFileBrowserFactory, IThemeManager],
+  optional: [ICommandPalette, ILayoutRestorer, IFileBrowserFactory, IThemeManager, IMemoryViewer],
   activate: (
     app: JupyterFrontEnd,
     sidebar: IGpudojoSidebar,
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null,
     browsers: IFileBrowserFactory | null,
-    themeManager: IThemeManager | null
+    themeManager: IThemeManager | null,
+    memory: IMemoryViewer | null
   ) => {
     const client = new GpudojoClient(app.serviceManager.serverSettings);
     const labs = new LabCatalog(client);
@@ -127,6 +129,7 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
             runId: id,
             client,
             labs,
+            memory,
             rerun: run => {
               start(rerunRequest(run)).catch(error =>
                 showErrorMessage('The run could not start again', (error as Error).message)

@@ -73,10 +73,12 @@ export function scriptArgsOf(run: Pick<Run, 'argv' | 'title'>): string[] {
 
 /** The request that runs `run` again with the same parameters (one run, even for a sweep's member). */
 export function rerunRequest(run: Run): StartRunRequest {
+  const memory = run.record_memory ? { record_memory: true } : {};
   if (run.kind === 'lab' && run.lab) {
-    return { kind: 'lab', lab: run.lab, params: { ...run.params } };
+    return { kind: 'lab', lab: run.lab, params: { ...run.params }, ...memory };
   }
   return {
+    ...memory,
     kind: 'script',
     path: run.script_path ?? run.title,
     nproc: run.nproc,

@@ -24,6 +24,8 @@ export interface RunFormOptions {
   lab: LabSummary;
   /** Preset values (from the command's args or a run to repeat); defaults elsewhere. */
   params?: Record<string, ParamValue>;
+  /** Tick "Record memory" at first (e.g. when repeating a run that recorded). */
+  recordMemory?: boolean;
   /** Send the request; resolves with the runs the server created. */
   start: (request: LabRunRequest) => Promise<Run[]>;
 }
@@ -47,6 +49,7 @@ export class RunForm extends Widget {
     super();
     this.lab = options.lab;
     this._start = options.start;
+    this._initialRecordMemory = options.recordMemory === true;
     this.addClass('gpudojo-run-form');
     this.node.setAttribute('data-lab', this.lab.id);
     this._raw = initialValues(this.lab, options.params);
@@ -71,6 +74,9 @@ export class RunForm extends Widget {
     if (!outcome.request) {
       this._setMessage('Fix the fields marked above, then Start again.', 'error');
       return null;
+    }
+    if (this._recordMemory.checked) {
+      outcome.request.record_memory = true;
     }
     this._startButton.disabled = true;
     this._setMessage('Starting…', 'info');
@@ -123,11 +129,24 @@ export class RunForm extends Widget {
     });
     this._startButton.addEventListener('click', () => void this.submit());
     this._message = h('span', { className: 'gpudojo-run-form-message', attrs: { 'aria-live': 'polite' } });
+    this._recordMemory = h('input', { attrs: { name: 'record_memory', type: 'checkbox' } });
+    this._recordMemory.checked = this._initialRecordMemory;
+    const recordMemory = h(
+      'label',
+      { className: 'gpudojo-run-record-memory-toggle' },
+      this._recordMemory,
+      ' Record memory',
+      h('span', {
+        className: 'gpudojo-run-form-help',
+        text: 'A CUDA snapshot per rank on a GPU (the PyTorch profiler’s memory timeline on a CPU), shown in the run’s Memory section.'
+      })
+    );
     this.node.append(
       h('h2', { className: 'gpudojo-run-form-title', text: `Run: ${lab.title}` }),
       ...notes,
       fields,
       sweepable.length ? this._sweepFieldset(sweepable) : '',
+      recordMemory,
       h('div', { className: 'gpudojo-run-form-actions' }, this._startButton, this._message)
     );
     this.node.addEventListener('keydown', event => {
@@ -288,5 +307,7 @@ export class RunForm extends Widget {
   private _errors = new Map<string, HTMLElement>();
   private _sweepInputs: FieldInput[] = [];
   private _startButton!: HTMLButtonElement;
+  private _recordMemory!: HTMLInputElement;
+  private _initialRecordMemory: boolean;
   private _message!: HTMLElement;
 }

@@ -35,6 +35,11 @@ export class RunHeader {
     this._duration = h('span', { className: 'gpudojo-run-duration', title: 'Time running' });
     this._mode = h('span', { className: 'gpudojo-run-mode' });
     this._modeNote = h('span', { className: 'gpudojo-run-mode-note' });
+    this._recording = h('span', {
+      className: 'gpudojo-run-record-memory',
+      text: 'recording memory',
+      title: 'labkit records this run’s memory per rank: see the Memory section'
+    });
     this._params = h('span', { className: 'gpudojo-run-params' });
     this._sweep = h('button', {
       className: 'jp-Button jp-mod-styled jp-mod-minimal gpudojo-run-sweep-link',
@@ -76,7 +81,7 @@ export class RunHeader {
         this._cancel,
         this._rerun
       ),
-      h('div', { className: 'gpudojo-run-header-row' }, this._mode, this._modeNote),
+      h('div', { className: 'gpudojo-run-header-row' }, this._mode, this._modeNote, this._recording),
       h('div', { className: 'gpudojo-run-header-row' }, this._params, this._sweep),
       h('div', { className: 'gpudojo-run-command-row' }, this._command, copy)
     );
@@ -96,6 +101,7 @@ export class RunHeader {
     this._mode.setAttribute('data-backend', run.backend);
     this._mode.title = run.mode_note;
     this._modeNote.textContent = run.mode_note;
+    this._recording.hidden = !run.record_memory;
     const processes = `${run.nproc} process${run.nproc === 1 ? '' : 'es'} (${run.launcher})`;
     const params = paramSummary(run.params);
     this._params.textContent = params ? `${processes} · ${params}` : processes;
@@ -145,6 +151,7 @@ export class RunHeader {
   private _duration: HTMLElement;
   private _mode: HTMLElement;
   private _modeNote: HTMLElement;
+  private _recording: HTMLElement;
   private _params: HTMLElement;
   private _sweep: HTMLButtonElement;
   private _cancel: HTMLButtonElement;

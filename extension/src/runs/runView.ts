@@ -10,6 +10,8 @@ import { Widget } from '@lumino/widgets';
 import type { GpudojoClient } from '../api/client';
 import type { RunStream, RunStreamStatus } from '../api/runStream';
 import type { Run, RunEvent } from '../api/types';
+import type { IMemoryViewer } from '../memory/plugin';
+import type { RunMemorySection } from '../memory/runMemory';
 import { h } from '../dom';
 import { gpudojoIcon } from '../icons';
 import { runViewId } from './commands';
@@ -27,6 +29,8 @@ export interface RunViewOptions {
   runId: string;
   client: GpudojoClient;
   labs: LabCatalog;
+  /** The memory feature: adds the Memory section (absent: no section). */
+  memory?: IMemoryViewer | null;
   /** Start the same run again and show it. */
   rerun: (run: Run) => void;
   openSweep: (group: string) => void;
@@ -70,6 +74,7 @@ export class RunView extends Widget {
       h('h3', { text: 'Metrics' }),
       this._charts.node
     );
+    this._memory = options.memory?.createRunSection() ?? null;
     this.node.append(
       h(
         'div',
@@ -79,7 +84,8 @@ export class RunView extends Widget {
         this._error,
         this._rootCause,
         checksSection,
-        this._metricsSection
+        this._metricsSection,
+        this._memory?.node ?? null
       ),
       this._logs.node
     );
@@ -115,6 +121,7 @@ export class RunView extends Widget {
       clearTimeout(this._chartTimer);
     }
     this._stream.dispose();
+    this._memory?.dispose();
     this._charts.dispose();
     this._logs.dispose();
     this.model.dispose();
@@ -190,6 +197,7 @@ export class RunView extends Widget {
     this.title.label = `${run.title} · ${statusLabel(run.status)}`;
     this.title.caption = `Run ${run.id}: ${run.title} (${statusLabel(run.status)})`;
     this._header.update(run, Date.now() / 1000);
+    this._memory?.update(run);
     const cause = run.root_cause;
     const key = cause ? JSON.stringify(cause) : '';
     if (key !== this._causeKey) {
@@ -281,6 +289,7 @@ export class RunView extends Widget {
   private _checksSection: HTMLElement;
   private _metricsSection: HTMLElement;
   private _charts: MetricCharts;
+  private _memory: RunMemorySection | null;
   private _logs: LogView;
   private _dirty: RunChange = { run: false, logs: false, metrics: false };
   private _frame: number | null = null;

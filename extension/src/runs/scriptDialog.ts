@@ -9,6 +9,7 @@ import { MAX_SCRIPT_NPROC, scriptRequest } from './requests';
 interface ScriptFields {
   nproc: string;
   args: string;
+  recordMemory: boolean;
 }
 
 /** The dialog's body: two fields and, after a wrong try, what was wrong. */
@@ -26,6 +27,8 @@ class ScriptForm extends Widget implements Dialog.IBodyWidget<ScriptFields> {
       attrs: { name: 'args', type: 'text', placeholder: 'e.g. --epochs 2 --lr 0.01' }
     });
     this._args.value = fields.args;
+    this._recordMemory = h('input', { attrs: { name: 'record_memory', type: 'checkbox' } });
+    this._recordMemory.checked = fields.recordMemory;
     this.node.append(
       h('p', {}, 'torchrun starts ', h('code', { text: path }), ' once per process, each with its RANK and WORLD_SIZE.'),
       h('label', { className: 'gpudojo-run-form-field' }, h('span', { className: 'gpudojo-run-form-name', text: 'Processes (nproc)' }), this._nproc),
@@ -36,21 +39,29 @@ class ScriptForm extends Widget implements Dialog.IBodyWidget<ScriptFields> {
         this._args,
         h('span', { className: 'gpudojo-run-form-help', text: 'Split as a shell would; quotes group words.' })
       ),
+      h(
+        'label',
+        { className: 'gpudojo-run-record-memory-toggle' },
+        this._recordMemory,
+        ' Record memory',
+        h('span', { className: 'gpudojo-run-form-help', text: 'labkit.memory_capture() in the script writes one capture per rank.' })
+      ),
       h('div', { className: 'gpudojo-field-error', attrs: { role: 'alert' }, text: problem })
     );
   }
 
   getValue(): ScriptFields {
-    return { nproc: this._nproc.value, args: this._args.value };
+    return { nproc: this._nproc.value, args: this._args.value, recordMemory: this._recordMemory.checked };
   }
 
   private _nproc: HTMLInputElement;
   private _args: HTMLInputElement;
+  private _recordMemory: HTMLInputElement;
 }
 
 /** Ask for processes and arguments until they are valid; null when the learner cancels. */
 export async function askScriptRun(path: string): Promise<ScriptRunRequest | null> {
-  let fields: ScriptFields = { nproc: '2', args: '' };
+  let fields: ScriptFields = { nproc: '2', args: '', recordMemory: false };
   let problem = '';
   for (;;) {
     const result = await showDialog<ScriptFields>({
@@ -64,7 +75,8 @@ export async function askScriptRun(path: string): Promise<ScriptRunRequest | nul
     }
     fields = result.value;
     try {
-      return scriptRequest(path, fields.nproc, fields.args);
+      const request = scriptRequest(path, fields.nproc, fields.args);
+      return fields.recordMemory ? { ...request, record_memory: true } : request;
     } catch (error) {
       problem = (error as Error).message;
     }

@@ -37,10 +37,11 @@ def build_openapi(routes: list[tuple[str, type]], prefix: str) -> dict[str, Any]
     from ..course import models as course_models
     from ..gpu import models as gpu_models
     from ..kernels import models as kernel_models
+    from ..memory import models as memory_models
     from ..runs import models as run_models
 
     def model(name: str) -> type[BaseModel]:
-        for module in (gpu_models, course_models, kernel_models, run_models):
+        for module in (gpu_models, course_models, kernel_models, run_models, memory_models):
             if hasattr(module, name):
                 return getattr(module, name)
         raise LookupError(f"no model named {name}")

@@ -5,6 +5,15 @@ from __future__ import annotations
 from .course import LESSON_ID, CatalogHandler, LessonHandler, NotebookHandler, ProgressHandler, QuizHandler
 from .gpu import DevicesHandler, TelemetryHandler
 from .kernels import ArchsHandler, CompileHandler, ExamplesHandler, OccupancyHandler, RunHandler
+from .memory import (
+    AnalysisHandler,
+    AnalyzeHandler,
+    CapturesHandler,
+    DiffHandler,
+    EstimateHandler,
+    RawHandler,
+    WindowHandler,
+)
 from .openapi import OpenAPIHandler
 from .runs import (
     GROUP_ID,
@@ -38,6 +47,13 @@ ROUTES: list[tuple[str, type]] = [
     (f"runs/{RUN_ID}", RunDocHandler),
     (f"runs/{RUN_ID}/cancel", CancelHandler),
     (f"runs/{RUN_ID}/stream", RunStreamHandler),
+    ("memory/captures", CapturesHandler),
+    ("memory/analysis", AnalysisHandler),
+    ("memory/analyze", AnalyzeHandler),
+    ("memory/window", WindowHandler),
+    ("memory/diff", DiffHandler),
+    ("memory/raw", RawHandler),
+    ("memory/estimate", EstimateHandler),
     ("openapi.json", OpenAPIHandler),
 ]
 

@@ -10,6 +10,9 @@
         labkit.report(step, loss=loss.item(), samples_per_s=rate)
         labkit.check("loss-falls", last < first, f"{first:.3f} -> {last:.3f}")
 
+    with labkit.memory_capture(context=labkit.model_context(model, optimizer=opt)) as mem:
+        ...                             # recorded when the run asks (or force=True): see labkit.memory
+
 labkit reports and chooses; it never wraps. A lab script calls ``torch.distributed``,
 ``DistributedDataParallel``, ``DistributedSampler``, autocast and GradScaler itself, exactly
 as a training script outside gpudojo would, so that what the learner reads is what runs.
@@ -39,14 +42,20 @@ import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from .memory import MemoryCapture, memory_capture, memory_phase, model_context
+
 if TYPE_CHECKING:
     import torch
 
 __all__ = [
+    "MemoryCapture",
     "backend",
     "check",
     "device",
     "local_rank",
+    "memory_capture",
+    "memory_phase",
+    "model_context",
     "rank",
     "record",
     "report",

@@ -109,6 +109,7 @@ class LabRunRequest(_Model):
     lab: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,99}$")
     params: dict[str, ParamValue] = Field(default_factory=dict)
     sweep: SweepSpec | None = None
+    record_memory: bool = Field(False, description="labkit records memory (CUDA snapshot or CPU profiler) per rank")
 
 
 class SweepSpec(_Model):
@@ -126,6 +127,7 @@ class ScriptRunRequest(_Model):
     nproc: int = Field(1, ge=1, le=64)
     args: list[str] = Field(default_factory=list, max_length=64)
     launcher: Launcher = "torchrun"
+    record_memory: bool = Field(False, description="labkit.memory_capture() in the script records memory")
 
 
 RunRequest = Annotated[LabRunRequest | ScriptRunRequest, Field(discriminator="kind")]
@@ -176,6 +178,7 @@ class Run(_Model):
     exit_code: int | None = None
     root_cause: RootCause | None = None
     checks: list[CheckResult] = Field(default_factory=list)
+    record_memory: bool = False
     script_path: str | None = Field(None, description="A script run's path, relative to the server's root")
     script_args: list[str] = Field(default_factory=list, description="A script run's arguments")
     group: str | None = Field(None, description="Sweep group id")

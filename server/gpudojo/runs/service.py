@@ -170,6 +170,11 @@ class RunService:
             runs = [self._script_run(req, user, gpus)]
         else:
             runs = self._lab_runs(req, user, gpus)
+        for run, active in runs:
+            if req.record_memory:
+                # labkit.memory_capture() in the script records when this is set.
+                run.record_memory = True
+                active.env["GPUDOJO_RECORD_MEMORY"] = "1"
         with self._lock:
             for run, active in runs:
                 self._active[run.id] = active

@@ -1,0 +1,362 @@
+"""Memory timelines: server analysis and windowed queries, and the browser against
+pytorch.org/memory_viz's own viewer (MemoryViz.js), on snapshots of 100k and 1M trace entries.
+
+Server side (gpudojo only; memory_viz has no server): POST memory/analyze, first call (the
+child-process analysis) and second call (cached); the analysis child's peak RSS (the same
+``python -m gpudojo.worker.memory_analyze SRC OUT`` the server runs, waited for with wait4);
+GET memory/window with px=1200 top=500, median of 20, for the whole capture and a 1% zoom.
+
+Browser side (Debian Chromium through the repo's playwright-core, headless, one fresh browser
+per measurement): time from the command to the painted timeline, hover-to-tooltip latency and
+the renderer's memory, for gpudojo (JupyterLab, ``gpudojo:open-memory`` on the capture whose
+analysis is cached) and for MemoryViz.js (a local page that imports it and loads the same
+.pickle with its ``add_remote_files``, i.e. fetch, unpickle, process, draw the SVG).
+
+MemoryViz.js is PyTorch's torch/utils/viz/MemoryViz.js, not part of this repository: pass its
+path. It imports d3 from cdn.skypack.dev; this machine has no internet, so the same versions
+(d3@5, d3-axis@1, d3-scale@1, d3-zoom@1, d3-brush@1) are installed with npm into --d3-dir and
+served unbundled to the page through an import map.
+
+    cd bench && ../.venv/bin/python bench_memory.py --memory-viz /tmp/MemoryViz.js
+
+Without --memory-viz only the server half and gpudojo's browser half run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from server import REPO, TOKEN, free_port, jupyter_server, machine
+
+sys.path.insert(0, str(REPO / "tests" / "python"))
+from memory_data import dump, make_snapshot
+
+HERE = Path(__file__).resolve().parent
+D3_PACKAGES = ["d3@5", "d3-axis@1", "d3-scale@1", "d3-zoom@1", "d3-brush@1"]
+# MemoryViz.js's imports and the package each names (skypack serves the package's ES module).
+CDN = {f"https://cdn.skypack.dev/{p}": p.split("@")[0] for p in D3_PACKAGES}
+
+
+def label(entries: int) -> str:
+    return f"{entries // 1_000_000}M" if entries % 1_000_000 == 0 else f"{entries // 1000}k"
+
+
+def api(port: int, path: str, body: dict | None = None) -> tuple[float, dict, int]:
+    """Seconds, decoded answer and body size of one request to gpudojo's API."""
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/gpudojo/api/{path}",
+        data=json.dumps(body).encode() if body is not None else None,
+        method="POST" if body is not None else "GET",
+        headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
+    )
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(req, timeout=600) as r:
+        raw = r.read()
+    return time.perf_counter() - t0, json.loads(raw), len(raw)
+
+
+# Started from a small launcher, not forked from this process: a forked child's peak RSS
+# (ru_maxrss) counts the parent's pages it held until exec, and this process holds snapshots.
+LAUNCH = (
+    "import os, sys; "
+    "pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ, "
+    "file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]); "
+    "_, status, usage = os.wait4(pid, 0); "
+    "print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)"
+)
+
+
+def child_peak_rss(src: Path, out: Path) -> tuple[float, int]:
+    """Seconds and peak RSS (bytes) of the analysis child, run as the server runs it."""
+    t0 = time.perf_counter()
+    argv = [sys.executable, "-m", "gpudojo.worker.memory_analyze", str(src), str(out)]
+    done = subprocess.run([sys.executable, "-c", LAUNCH, *argv], capture_output=True, text=True, check=True)
+    seconds = time.perf_counter() - t0
+    code, maxrss_kib = (int(x) for x in done.stdout.split())
+    assert code == 0, (code, done.stderr)
+    return seconds, maxrss_kib * 1024
+
+
+# --- the anchor's page ----------------------------------------------------------------------
+
+
+def ensure_d3(folder: Path) -> Path:
+    modules = folder / "node_modules"
+    if not (modules / "d3" / "package.json").is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        if not (folder / "package.json").is_file():
+            (folder / "package.json").write_text('{"name": "memory-viz-d3", "private": true}\n')
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", *D3_PACKAGES], cwd=folder, check=True)
+    return modules
+
+
+def _entry(pkg: Path) -> str:
+    meta = json.loads((pkg / "package.json").read_text())
+    entry = meta.get("module") or meta.get("jsnext:main") or meta.get("main") or "index.js"
+    if not (pkg / entry).is_file() and (pkg / f"{entry}.js").is_file():
+        entry += ".js"
+    return entry
+
+
+def import_map(modules: Path) -> dict:
+    """Bare names to each package's ES module under /node_modules/, with scopes for nested
+    packages, and MemoryViz.js's CDN URLs to the same packages."""
+    imports: dict[str, str] = {}
+    scopes: dict[str, dict[str, str]] = {}
+    for meta in sorted(modules.glob("**/package.json")):
+        pkg = meta.parent
+        rel = pkg.relative_to(modules)
+        parts = rel.parts
+        if "node_modules" in parts[:-1]:
+            parent = "/node_modules/" + "/".join(parts[: len(parts) - 2]) + "/"
+            target = scopes.setdefault(parent, {})
+        elif len(parts) == 1:
+            target = imports
+        else:
+            continue  # a package.json inside a package (e.g. dist/), not a package
+        target[parts[-1]] = f"/node_modules/{rel.as_posix()}/{_entry(pkg)}"
+    for url, name in CDN.items():
+        imports[url] = imports[name]
+    return {"imports": imports, "scopes": scopes}
+
+
+def anchor_server(memory_viz: Path, modules: Path, snapshots: Path) -> tuple[http.server.HTTPServer, int]:
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>memory_viz (local)</title>"
+        f"<script type='importmap'>{json.dumps(import_map(modules))}</script></head><body>"
+        "<script type='module'>import * as mvz from '/MemoryViz.js'; window.__mvz = mvz;</script>"
+        "</body></html>"
+    ).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _send(self, body: bytes, kind: str) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path in ("/", "/index.html"):
+                return self._send(page, "text/html")
+            if path == "/MemoryViz.js":
+                return self._send(memory_viz.read_bytes(), "text/javascript")
+            if path.startswith("/snap/"):
+                file = snapshots / Path(path).name
+                if file.is_file():
+                    return self._send(file.read_bytes(), "application/octet-stream")
+            if path.startswith("/node_modules/") and ".." not in path:
+                base = modules / path.removeprefix("/node_modules/")
+                # d3's sources import "./src/band", without the extension skypack's bundler adds.
+                for file in (base, Path(f"{base}.js"), base / "index.js"):
+                    if file.is_file():
+                        return self._send(file.read_bytes(), "text/javascript")
+            self.send_error(404)
+
+    port = free_port()
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, port
+
+
+def browser(jobs: list[dict], hovers: int, timeout_s: float) -> list[dict]:
+    config = {
+        "chromium": "/usr/bin/chromium",
+        "viewport": {"width": 1400, "height": 900},
+        "hovers": hovers,
+        "timeoutMs": timeout_s * 1000,
+        "jobs": jobs,
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(config, f)
+    try:
+        done = subprocess.run(
+            ["node", str(HERE / "memory_browser.mjs"), f.name], cwd=HERE, capture_output=True, text=True, check=False
+        )
+    finally:
+        os.unlink(f.name)
+    sys.stderr.write(done.stderr)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("[")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"memory_browser.mjs failed ({done.returncode})")
+    return json.loads(lines[-1])
+
+
+# --- the run ------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memory-viz", type=Path, help="PyTorch's torch/utils/viz/MemoryViz.js (the anchor)")
+    parser.add_argument("--d3-dir", type=Path, default=Path(tempfile.gettempdir()) / "mvz", help="npm folder for d3")
+    parser.add_argument("--sizes", default="100000,1000000", help="trace entries per snapshot")
+    parser.add_argument("--repeats", type=int, default=20, help="window queries per range")
+    parser.add_argument("--hovers", type=int, default=15)
+    parser.add_argument("--browser-timeout", type=float, default=300, help="seconds for one timeline to draw")
+    parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument("--viewers", default="gpudojo,memory_viz", help="browser measurements to run")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    server_rows, browser_rows = [], []
+    with jupyter_server(
+        extra=["--LabApp.expose_app_in_browser=True", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    ) as (proc, port):
+        root = Path(next(a for a in proc.args if a.startswith("--ServerApp.root_dir=")).split("=", 1)[1])
+        files = {}
+        for n in sizes:
+            t0 = time.perf_counter()
+            data = dump(make_snapshot(n, seed=1))
+            files[n] = root / f"snapshot-{label(n)}.pickle"
+            files[n].write_bytes(data)
+            print(
+                f"{label(n)}: {len(data) / 1e6:.1f} MB pickle, made in {time.perf_counter() - t0:.1f} s",
+                file=sys.stderr,
+            )
+            del data
+
+        for n in sizes:
+            name = files[n].name
+            cold_s, cold, _ = api(port, "memory/analyze", {"path": name})
+            warm_s, warm, _ = api(port, "memory/analyze", {"path": name})
+            assert not cold["cached"] and warm["cached"], (cold["cached"], warm["cached"])
+            with tempfile.TemporaryDirectory() as out:
+                child_s, child_rss = child_peak_rss(files[n], Path(out) / "analysis")
+            t0, t1 = cold["t_start_us"], cold["t_end_us"]
+            mid, span = (t0 + t1) / 2, (t1 - t0) / 100
+            ranges = {"full": "", "zoom": f"&t0={mid - span / 2}&t1={mid + span / 2}"}
+            windows = {}
+            for key, extra in ranges.items():
+                query = f"memory/window?capture=file:{name}&px=1200&top=500{extra}"
+                api(port, query)  # warm
+                times = []
+                for _ in range(args.repeats):
+                    s, doc, size = api(port, query)
+                    times.append(s)
+                windows[key] = (statistics.median(times), size, len(doc["bands"]))
+            server_rows.append(
+                {
+                    "entries": cold["entries"],
+                    "allocations": cold["allocations"],
+                    "pickle_mb": files[n].stat().st_size / 1e6,
+                    "cold_s": cold_s,
+                    "cold_analysis_ms": cold["analysis_ms"],
+                    "warm_s": warm_s,
+                    "child_s": child_s,
+                    "child_rss": child_rss,
+                    "windows": windows,
+                    "label": label(n),
+                }
+            )
+
+        if not args.no_browser:
+            jobs = []
+            anchor = None
+            if args.memory_viz:
+                anchor, aport = anchor_server(args.memory_viz.resolve(), ensure_d3(args.d3_dir), root)
+            viewers = args.viewers.split(",")
+            for n in sizes:
+                if "gpudojo" in viewers:
+                    jobs.append(
+                        {
+                            "viewer": "gpudojo",
+                            "label": label(n),
+                            "lab": f"http://127.0.0.1:{port}",
+                            "token": TOKEN,
+                            "capture": f"file:{files[n].name}",
+                        }
+                    )
+                if anchor and "memory_viz" in viewers:
+                    jobs.append(
+                        {
+                            "viewer": "memory_viz",
+                            "label": label(n),
+                            "page": f"http://127.0.0.1:{aport}/index.html",
+                            "file": f"/snap/{files[n].name}",
+                        }
+                    )
+            browser_rows = browser(jobs, args.hovers, args.browser_timeout)
+            if anchor:
+                anchor.shutdown()
+    report(server_rows, browser_rows, args)
+
+
+def heap_added(r: dict) -> float:
+    return r["after"]["js_heap_used"] - r["before"]["js_heap_used"]
+
+
+def report(server_rows: list[dict], browser_rows: list[dict], args: argparse.Namespace) -> None:
+    mb = 1024**2
+    print(f"Machine: {machine()}")
+    print(
+        "\n| entries | allocations | pickle | analyze, first call (child) | analysis_ms (child, after unpickling) | "
+        "analyze, second call (cached) | child peak RSS | window, whole capture | window, 1% zoom |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in server_rows:
+        w = r["windows"]
+        print(
+            f"| {r['entries']:,} | {r['allocations']:,} | {r['pickle_mb']:.0f} MB | {r['cold_s'] * 1000:.0f} ms | "
+            f"{r['cold_analysis_ms']:.0f} ms | {r['warm_s'] * 1000:.1f} ms | {r['child_rss'] / mb:.0f} MiB | "
+            f"{w['full'][0] * 1000:.1f} ms ({w['full'][1] / 1024:.0f} KiB, {w['full'][2]} bands) | "
+            f"{w['zoom'][0] * 1000:.1f} ms ({w['zoom'][1] / 1024:.0f} KiB, {w['zoom'][2]} bands) |"
+        )
+    print(
+        f"(window: px=1200 top=500, median of {args.repeats}; child measured separately: "
+        + ", ".join(f"{r['label']} {r['child_s']:.2f} s" for r in server_rows)
+        + ")"
+    )
+    if not browser_rows:
+        return
+    print(
+        "\n| entries | viewer | command to painted timeline | hover to tooltip (median, max) | "
+        "renderer JS heap (after GC; added) | renderer RSS (added) | DOM nodes |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for r in browser_rows:
+        if "error" in r:
+            print(f"| {r['label']} | {r['viewer']} | failed: {r['error']} | | | | |")
+            continue
+        h, a, b = r["hover"], r["after"], r["before"]
+        hover = f"{h['median_ms']:.1f} ms, {h['max_ms']:.1f} ms (n={h['n']})" if h["median_ms"] is not None else "n/a"
+        print(
+            f"| {r['label']} | {r['viewer']} | {r['paint_ms']:.0f} ms | {hover} | "
+            f"{a['js_heap_used'] / mb:.0f} MiB ({(a['js_heap_used'] - b['js_heap_used']) / mb:+.0f}) | "
+            f"{a['renderer_rss'] / mb:.0f} MiB ({(a['renderer_rss'] - b['renderer_rss']) / mb:+.0f}) | "
+            f"{a['dom_nodes']:.0f} ({a['dom_nodes'] - b['dom_nodes']:+.0f}) |"
+        )
+    by = {(r["viewer"], r["label"]): r for r in browser_rows if "error" not in r}
+    cold = {r["label"]: r["cold_s"] for r in server_rows}
+    for lab in [r["label"] for r in server_rows]:
+        ours, theirs = by.get(("gpudojo", lab)), by.get(("memory_viz", lab))
+        if not (ours and theirs):
+            continue
+        parts = [
+            f"paint (cached analysis) {theirs['paint_ms'] / ours['paint_ms']:.1f}x",
+            f"paint incl. first analysis {theirs['paint_ms'] / (ours['paint_ms'] + cold[lab] * 1000):.1f}x",
+        ]
+        if ours["hover"]["median_ms"] and theirs["hover"]["median_ms"]:
+            parts.append(f"hover {theirs['hover']['median_ms'] / ours['hover']['median_ms']:.1f}x")
+        if heap_added(ours) > 0:
+            parts.append(f"JS heap added {heap_added(theirs) / heap_added(ours):.1f}x")
+        print(f"memory_viz / gpudojo, {lab}: " + ", ".join(parts))
+    print(json.dumps({"server": server_rows, "browser": browser_rows}), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""The memory service: finds captures (in runs' folders, or snapshots in the workspace),
+analyses each once in a child process (cached by file identity), and answers the viewer's
+queries from the cached arrays.
+
+Capture ids: ``run:<run id>:<file name>`` for a run's capture, ``file:<path>`` for a file
+under the server's root (e.g. a snapshot uploaded through the file browser).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from .analysis import ANALYSIS_VERSION, Loaded, diff
+from .estimator import estimate
+from .models import Analysis, Capture, CaptureList, Diff, Estimate, EstimateRequest, Window
+
+_RUN_CAPTURE = re.compile(r"^rank(\d+)\.(pickle|cpu\.json)$")
+_RUN_ID = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
+
+
+class MemoryRequestError(ValueError):
+    def __init__(self, message: str, status: int = 400, code: str = "invalid_request") -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class MemoryService:
+    def __init__(
+        self,
+        data_dir: Path,
+        root_dir: Path,
+        *,
+        analysis_timeout_s: float = 300.0,
+        max_capture_bytes: int = 2 * 1024**3,
+        python: str = sys.executable,
+    ) -> None:
+        self.runs_dir = data_dir / "runs"
+        self.cache_dir = data_dir / "memory-cache"
+        self.root_dir = root_dir.resolve()
+        self.analysis_timeout_s = analysis_timeout_s
+        self.max_capture_bytes = max_capture_bytes
+        self.python = python
+        self._loaded: OrderedDict[str, Loaded] = OrderedDict()
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    # --- captures -------------------------------------------------------------------------
+
+    def captures(self, run_id: str) -> CaptureList:
+        if not _RUN_ID.match(run_id):
+            raise MemoryRequestError(f"{run_id!r} is not a run id")
+        folder = self.runs_dir / run_id / "memory"
+        found = []
+        for path in sorted(folder.glob("rank*")) if folder.is_dir() else []:
+            m = _RUN_CAPTURE.match(path.name)
+            if m:
+                found.append(self._capture(f"run:{run_id}:{path.name}", path))
+        return CaptureList(captures=found)
+
+    def _capture(self, capture_id: str, path: Path) -> Capture:
+        kind = "cpu-profiler" if path.name.endswith(".json") else "cuda-snapshot"
+        run = rank = None
+        if capture_id.startswith("run:"):
+            _, run, name = capture_id.split(":", 2)
+            rank = int(_RUN_CAPTURE.match(name)[1])
+            label = f"rank {rank}, {'CPU profiler' if kind == 'cpu-profiler' else 'CUDA snapshot'}"
+        else:
+            label = capture_id.removeprefix("file:")
+        return Capture(
+            id=capture_id,
+            kind=kind,
+            source=capture_id.split(":", 1)[1],
+            run=run,
+            rank=rank,
+            size_bytes=path.stat().st_size,
+            label=label,
+        )
+
+    def resolve(self, capture_id: str) -> Path:
+        """The file behind a capture id, checked to stay inside its root."""
+        if capture_id.startswith("run:"):
+            parts = capture_id.split(":", 2)
+            if len(parts) != 3 or not _RUN_ID.match(parts[1]) or not _RUN_CAPTURE.match(parts[2]):
+                raise MemoryRequestError(f"{capture_id!r} is not a capture id")
+            path = self.runs_dir / parts[1] / "memory" / parts[2]
+        elif capture_id.startswith("file:"):
+            path = (self.root_dir / capture_id[5:]).resolve()
+            if not path.is_relative_to(self.root_dir):
+                raise MemoryRequestError(f"{capture_id[5:]} is outside the server's root folder", 403, "outside_root")
+        else:
+            raise MemoryRequestError(f"{capture_id!r} is not a capture id (run:... or file:...)")
+        if not path.is_file():
+            raise MemoryRequestError(f"No capture {capture_id!r}", 404, "not_found")
+        if path.stat().st_size > self.max_capture_bytes:
+            raise MemoryRequestError(
+                f"{path.name} is {path.stat().st_size} bytes; the most this server analyses is "
+                f"{self.max_capture_bytes}",
+                413,
+                "too_large",
+            )
+        return path
+
+    # --- analysis -------------------------------------------------------------------------
+
+    def _key(self, path: Path) -> str:
+        st = path.stat()
+        ident = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{ANALYSIS_VERSION}"
+        return hashlib.sha256(ident.encode()).hexdigest()[:32]
+
+    def _ensure(self, capture_id: str) -> tuple[Loaded, bool, float]:
+        """The loaded analysis of a capture (analysed now in a child process if needed),
+        whether it came from the cache, and the analysis time in ms."""
+        path = self.resolve(capture_id)
+        key = self._key(path)
+        with self._lock:
+            if key in self._loaded:
+                self._loaded.move_to_end(key)
+                return self._loaded[key], True, self._loaded[key].summary.get("analysis_ms", 0.0)
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:  # one analysis per file at a time; others wait for its result
+            folder = self.cache_dir / key
+            cached = (folder / "summary.json").is_file()
+            if not cached:
+                self._analyse(path, folder)
+            loaded = Loaded(folder)
+        with self._lock:
+            self._loaded[key] = loaded
+            while len(self._loaded) > 4:
+                self._loaded.popitem(last=False)
+        return loaded, cached, loaded.summary.get("analysis_ms", 0.0)
+
+    def _analyse(self, path: Path, folder: Path) -> None:
+        try:
+            done = subprocess.run(
+                [self.python, "-m", "gpudojo.worker.memory_analyze", str(path), str(folder)],
+                capture_output=True,
+                text=True,
+                timeout=self.analysis_timeout_s,
+                start_new_session=True,
+            )
+        except subprocess.TimeoutExpired as err:
+            raise MemoryRequestError(
+                f"Analysing {path.name} took longer than {self.analysis_timeout_s:g} s", 504, "analysis_timeout"
+            ) from err
+        lines = [ln for ln in done.stdout.splitlines() if ln.strip()]
+        reply = json.loads(lines[-1]) if lines else {}
+        if "error" in reply:
+            kind = reply["error"]["kind"]
+            code = "refused_pickle" if kind == "refused" else "not_a_capture"
+            raise MemoryRequestError(f"{path.name}: {reply['error']['message']}", 400, code)
+        if done.returncode != 0 or not reply.get("ok"):
+            raise MemoryRequestError(
+                f"The analysis of {path.name} failed: {done.stderr.strip()[-800:]}", 500, "analysis_failed"
+            )
+
+    def analysis(self, capture_id: str) -> Analysis:
+        t0 = time.perf_counter()
+        loaded, cached, analysis_ms = self._ensure(capture_id)
+        s = loaded.summary
+        return Analysis(
+            capture=self._capture(capture_id, self.resolve(capture_id)),
+            axis=s["axis"],
+            t_start_us=s["t_start_us"],
+            t_end_us=s["t_end_us"],
+            entries=s["entries"],
+            allocations=s["allocations"],
+            categories=s["categories"],
+            category_source=s["category_source"],
+            frames=s["frames"],
+            peak=s["peak"],
+            ooms=s["ooms"],
+            notes=s["notes"],
+            context=s.get("context") or None,
+            analysis_ms=analysis_ms if not cached else (time.perf_counter() - t0) * 1000,
+            cached=cached,
+        )
+
+    def analyze_path(self, path: str) -> Analysis:
+        return self.analysis("file:" + path)
+
+    def window(self, capture_id: str, t0: float | None, t1: float | None, px: int, top: int) -> Window:
+        loaded, _, _ = self._ensure(capture_id)
+        s = loaded.summary
+        lo = s["t_start_us"] if t0 is None else t0
+        hi = s["t_end_us"] if t1 is None else t1
+        if hi <= lo:
+            raise MemoryRequestError("t1 must be after t0")
+        return Window.model_validate(loaded.window(lo, hi, max(2, min(px, 4000)), max(0, min(top, 5000))))
+
+    def diff(self, a: str, b: str) -> Diff:
+        left, _, _ = self._ensure(a)
+        right, _, _ = self._ensure(b)
+        return Diff(a=a, b=b, **diff(left, right))
+
+    def estimate(self, req: EstimateRequest) -> Estimate:
+        return estimate(req)
+
+    def context(self, capture_id: str) -> dict[str, Any]:
+        loaded, _, _ = self._ensure(capture_id)
+        return loaded.summary.get("context", {})

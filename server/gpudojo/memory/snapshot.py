@@ -1,0 +1,298 @@
+"""Reading memory captures: CUDA snapshots (pickles from torch.cuda.memory._dump_snapshot,
+torch 2.1 on) through a restricted unpickler, and gpudojo's CPU profiler captures (JSON).
+
+Both become one list of allocation intervals. Plain Python and NumPy; no torch.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Frames from these places are the framework's, not the learner's.
+_LIBRARY_MARKERS = ("/torch/", "/site-packages/", "/dist-packages/", "<frozen", "/lib/python3", "??")
+CPU_FORMAT = "gpudojo-cpu-memory/1"
+
+
+class RefusedPickle(ValueError):
+    """A pickle that asks for anything but plain containers and scalars."""
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Builds only dicts, lists, tuples, strings, bytes, numbers, booleans and None: any
+    class or function a pickle names is refused before it is looked up, so a crafted file
+    cannot run code."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise RefusedPickle(f"refused {module}.{name}: a memory snapshot holds only plain containers and scalars")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise RefusedPickle("refused a persistent id: a memory snapshot has none")
+
+
+def load_pickle(data: bytes) -> Any:
+    try:
+        return _PlainUnpickler(io.BytesIO(data)).load()
+    except RefusedPickle:
+        raise
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError) as err:
+        raise RefusedPickle(f"not a readable pickle: {type(err).__name__}: {err}") from err
+
+
+@dataclass
+class Intervals:
+    """Allocations as parallel lists (the analysis turns them into arrays)."""
+
+    start: list[float] = field(default_factory=list)
+    end: list[float] = field(default_factory=list)
+    size: list[int] = field(default_factory=list)
+    category: list[int] = field(default_factory=list)
+    frame: list[int] = field(default_factory=list)
+    addr: list[int] = field(default_factory=list)
+
+    def add(self, start: float, end: float, size: int, category: int, frame: int, addr: int) -> None:
+        self.start.append(start)
+        self.end.append(end)
+        self.size.append(size)
+        self.category.append(category)
+        self.frame.append(frame)
+        self.addr.append(addr)
+
+
+@dataclass
+class Parsed:
+    kind: str
+    axis: str
+    t_start: float
+    t_end: float
+    entries: int
+    intervals: Intervals
+    categories: list[str]
+    category_source: str
+    frames: list[dict[str, Any]]
+    ooms: list[dict[str, Any]]
+    context: dict[str, Any]
+    notes: list[str]
+
+
+class _FrameTable:
+    """De-duplicated user frames: the innermost frame outside torch and the libraries."""
+
+    def __init__(self) -> None:
+        self.frames: list[dict[str, Any]] = []
+        self._index: dict[tuple, int] = {}
+        self._library: dict[str, bool] = {}
+
+    def user_frame(self, frames: Any) -> int:
+        if not isinstance(frames, list):
+            return -1
+        library = self._library
+        for f in frames:
+            if not isinstance(f, dict):
+                continue
+            filename = f.get("filename") or ""
+            is_library = library.get(filename)
+            if is_library is None:
+                is_library = library[filename] = not filename or any(m in filename for m in _LIBRARY_MARKERS)
+            if is_library:
+                continue
+            key = (filename, f.get("line") or 0, f.get("name") or "")
+            index = self._index.get(key)
+            if index is None:
+                index = self._index[key] = len(self.frames)
+                self.frames.append({"filename": str(key[0]), "line": int(key[1]), "name": str(key[2])})
+            return index
+        return -1
+
+
+def _phase_category(phases: list[tuple[float, str]], names: list[str]):
+    """A function time -> category index from labkit's phase marks [(t_us, name)]."""
+    import bisect
+
+    times = [t for t, _ in phases]
+    index = {name: i for i, name in enumerate(names)}
+
+    def category(t: float) -> int:
+        at = bisect.bisect_right(times, t) - 1
+        return index[phases[at][1]] if at >= 0 else index["before the first phase"]
+
+    return category
+
+
+def parse_cuda_snapshot(snapshot: Any, device: int | None = None, sidecar: dict[str, Any] | None = None) -> Parsed:
+    """Allocation intervals of one device's trace, as pytorch.org/memory_viz pairs them:
+    an alloc with the free of the same address (free_completed, else free_requested, else
+    the old ``free``); a free without its alloc was allocated before the trace began; an
+    alloc never freed, and every block the snapshot's segments hold as allocated that the
+    trace never saw, is live to the end."""
+    if not isinstance(snapshot, dict) or "device_traces" not in snapshot:
+        raise RefusedPickle("not a CUDA memory snapshot: no device_traces (make one with _dump_snapshot)")
+    traces = snapshot.get("device_traces") or []
+    if device is None:
+        device = max(range(len(traces)), key=lambda d: len(traces[d] or []), default=0)
+    trace = list(traces[device] or []) if device < len(traces) else []
+    timed = bool(trace) and all(isinstance(e, dict) and "time_us" in e for e in trace)
+    axis = "time_us" if timed else "event_index"
+    stamp = (lambda i, e: float(e["time_us"])) if timed else (lambda i, e: float(i))
+    actions = {e.get("action") for e in trace if isinstance(e, dict)}
+    free_action = (
+        "free_completed"
+        if "free_completed" in actions
+        else ("free_requested" if "free_requested" in actions else "free")
+    )
+    sidecar = sidecar or {}
+    phases = sorted((float(t), str(name)) for t, name in sidecar.get("phases", []))
+    notes: list[str] = []
+    if phases and timed:
+        names = ["before the first phase", *dict.fromkeys(name for _, name in phases)]
+        category_of = _phase_category(phases, names)
+        category_source = "phases"
+    else:
+        names = ["allocations"]
+        category_of = lambda t: 0  # noqa: E731
+        category_source = "none"
+        notes.append("CUDA snapshots carry no categories; mark phases with labkit.memory_phase() to group by phase.")
+    if not timed:
+        notes.append("This snapshot has no time_us: the axis is the event index, not time.")
+    frames = _FrameTable()
+    intervals = Intervals()
+    add = intervals.add
+    user_frame = frames.user_frame
+    live: dict[int, tuple[float, int, int, int]] = {}
+    seen_alloc: set[int] = set()
+    ooms: list[dict[str, Any]] = []
+    t_first = stamp(0, trace[0]) if trace else 0.0
+    t_last = stamp(len(trace) - 1, trace[-1]) if trace else 1.0
+    one_category = category_source == "none"
+    # The hot loop of a 1M-entry snapshot: plain locals, no per-entry helpers it can avoid.
+    for i, e in enumerate(trace):
+        if not isinstance(e, dict):
+            continue
+        action = e.get("action")
+        if action == "alloc":
+            t = float(e["time_us"]) if timed else float(i)
+            addr = e.get("addr") or 0
+            live[addr] = (t, e.get("size") or 0, 0 if one_category else category_of(t), user_frame(e.get("frames")))
+            seen_alloc.add(addr)
+        elif action == free_action:
+            t = float(e["time_us"]) if timed else float(i)
+            addr = e.get("addr") or 0
+            known = live.pop(addr, None)
+            if known is not None:
+                add(known[0], t, known[1], known[2], known[3], addr)
+            else:
+                add(
+                    t_first,
+                    t,
+                    e.get("size") or 0,
+                    0 if one_category else category_of(t_first),
+                    user_frame(e.get("frames")),
+                    addr,
+                )
+        elif action == "oom":
+            t = float(e["time_us"]) if timed else float(i)
+            ooms.append(
+                {
+                    "t_us": t,
+                    "requested_bytes": int(e.get("size") or 0),
+                    "device_free_bytes": int(e["device_free"]) if "device_free" in e else None,
+                }
+            )
+    # Still allocated when the trace ends: live through its last entry (an OOM there sees them).
+    t_last += 1.0
+    for addr, (start, size, cat, frame) in live.items():
+        intervals.add(start, t_last, size, cat, frame, addr)
+    # Blocks allocated before the trace and never freed within it.
+    for segment in snapshot.get("segments") or []:
+        if not isinstance(segment, dict) or (segment.get("device", device) != device):
+            continue
+        offset = int(segment.get("address", 0) or 0)
+        for block in segment.get("blocks") or []:
+            addr = int(block.get("address", offset))
+            offset = addr + int(block.get("size", 0) or 0)
+            if block.get("state") == "active_allocated" and addr not in seen_alloc and addr not in live:
+                intervals.add(
+                    t_first,
+                    t_last,
+                    int(block.get("requested_size", block.get("size", 0)) or 0),
+                    category_of(t_first),
+                    frames.user_frame(block.get("frames")),
+                    addr,
+                )
+    if t_last <= t_first:
+        t_last = t_first + 1.0
+    return Parsed(
+        kind="cuda-snapshot",
+        axis=axis,
+        t_start=t_first,
+        t_end=t_last,
+        entries=len(trace),
+        intervals=intervals,
+        categories=names,
+        category_source=category_source,
+        frames=frames.frames,
+        ooms=ooms,
+        context=dict(sidecar.get("context", {})),
+        notes=notes,
+    )
+
+
+def parse_cpu_capture(doc: Any) -> Parsed:
+    """gpudojo's CPU capture (labkit writes it from the profiler's memory timeline):
+    {"format", "categories", "events": [[t_us, "alloc"|"free", key, bytes, category]], ...}."""
+    if not isinstance(doc, dict) or doc.get("format") != CPU_FORMAT:
+        raise ValueError(f"not a gpudojo CPU memory capture (format {CPU_FORMAT})")
+    names = [str(c) for c in doc.get("categories", [])] or ["unknown"]
+    intervals = Intervals()
+    live: dict[Any, tuple[float, int, int]] = {}
+    events = doc.get("events", [])
+    times = [float(e[0]) for e in events] or [0.0, 1.0]
+    t_first, t_last = min(times), max(times)
+    for t, action, key, size, cat in events:
+        key = tuple(key) if isinstance(key, list) else key
+        if action == "alloc":
+            live[key] = (float(t), int(size), int(cat))
+        elif action == "free":
+            if key in live:
+                start, size0, cat0 = live.pop(key)
+                intervals.add(start, float(t), size0, cat0, -1, hash(key) & 0xFFFFFFFF)
+            else:
+                intervals.add(t_first, float(t), int(size), int(cat), -1, hash(key) & 0xFFFFFFFF)
+    t_last += 1.0  # still allocated at the end: live through the last event
+    for key, (start, size, cat) in live.items():
+        intervals.add(start, t_last, size, cat, -1, hash(key) & 0xFFFFFFFF)
+    if t_last <= t_first:
+        t_last = t_first + 1.0
+    notes = ["CPU captures come from the PyTorch profiler's memory timeline: categories, but no stacks."]
+    if doc.get("budget_bytes"):
+        notes.append(f"This run checked a simulated memory budget of {int(doc['budget_bytes'])} bytes (no real OOM).")
+    ooms = [dict(o) for o in doc.get("ooms", [])]
+    return Parsed(
+        kind="cpu-profiler",
+        axis="time_us",
+        t_start=t_first,
+        t_end=t_last,
+        entries=len(events),
+        intervals=intervals,
+        categories=names,
+        category_source="profiler",
+        frames=[],
+        ooms=ooms,
+        context=dict(doc.get("context", {})),
+        notes=notes,
+    )
+
+
+def read_capture(path: Path) -> Parsed:
+    """Either kind, by its content; a sidecar ``<name>.phases.json`` adds labkit's phases and
+    model context to a CUDA snapshot."""
+    data = path.read_bytes()
+    if data[:1] == b"{":
+        return parse_cpu_capture(json.loads(data))
+    sidecar_path = path.with_suffix(".phases.json")
+    sidecar = json.loads(sidecar_path.read_text()) if sidecar_path.is_file() else None
+    return parse_cuda_snapshot(load_pickle(data), sidecar=sidecar)
