@@ -7,6 +7,7 @@ from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
+from tornado.ioloop import IOLoop
 from traitlets import Float, Integer, Unicode, default
 
 from .services import Services, Settings
@@ -90,6 +91,11 @@ class GPUDojo(ExtensionApp):
         )
         source = f"replaying {self.gpu_replay_file}" if self.gpu_replay_file else "live NVML"
         self.log.info("gpudojo: GPU probe uses %s; data in %s", source, self.data_dir)
+        # Once the server runs, open the run store off the event loop: runs a previous server
+        # left running are marked lost and their leftover processes killed now, not whenever
+        # someone first opens the Runs list.
+        services = self.settings["gpudojo"]
+        IOLoop.current().add_callback(lambda: services.runs_executor.submit(services.recover_runs))
 
     def initialize_handlers(self) -> None:
         from .api.routes import url_patterns

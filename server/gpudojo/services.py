@@ -7,6 +7,7 @@ and the sampler are built on first use, so the extension adds little to server s
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -154,6 +155,13 @@ class Services:
 
         s = self.settings
         return MemoryService(Path(s.data_dir), Path(s.root_dir))
+
+    def recover_runs(self) -> None:
+        """Build the run service now (its constructor marks orphaned runs lost)."""
+        try:
+            _ = self.runs
+        except Exception:  # a broken store must not take the server down; the API will say why
+            logging.getLogger(__name__).exception("gpudojo: could not open the run store")
 
     async def gpu_count(self) -> int:
         """GPUs a run may use: live NVML's count (a replayed recording has none to run on)."""

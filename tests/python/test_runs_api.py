@@ -14,9 +14,39 @@ LABS = Path(__file__).resolve().parents[1] / "data" / "labs"
 pytestmark = pytest.mark.timeout(180)
 
 
+ORPHAN = "20261201-080000-0a0b0c"
+
+
 @pytest.fixture
-def jp_server_config(jp_server_config):
+def orphan() -> bool:
+    """Leave a run a dead server had 'running' in the store before this server starts."""
+    return False
+
+
+@pytest.fixture
+def jp_server_config(jp_server_config, orphan, tmp_path):
     jp_server_config.GPUDojo.labs_dir = str(LABS)
+    if orphan:
+        import time
+
+        from gpudojo.runs.models import Run
+        from gpudojo.runs.store import RunStore
+
+        store = RunStore(tmp_path / "gpudojo-data" / "runs.sqlite3")
+        run = Run(
+            id=ORPHAN,
+            kind="script",
+            title="left behind",
+            launcher="torchrun",
+            nproc=2,
+            status="running",
+            backend="gloo",
+            device_mode="cpu",
+            mode_note="",
+            created_at=time.time(),
+        )
+        store.save(run, owner=(2**22 + 12345, 1.0))  # a pid and start time no live process has
+        store.close()
     return jp_server_config
 
 
@@ -133,3 +163,21 @@ async def test_launch_and_cancel_need_execute(jp_fetch):
     status, _ = await error_of(post(jp_fetch, "20990101-000000-abcdef", "cancel", body={}))
     assert status == 403
     assert (await get(jp_fetch, "labs"))["labs"]
+
+
+@pytest.mark.parametrize("orphan", [True])
+async def test_a_restarted_server_marks_orphaned_runs_lost_at_start(jp_fetch, tmp_path):
+    from gpudojo.runs.store import RunStore
+
+    # Read the store itself: no request of this test may be what triggers the recovery.
+    store = RunStore(tmp_path / "gpudojo-data" / "runs.sqlite3")
+    try:
+        for _ in range(200):
+            if store.get(ORPHAN).status == "lost":
+                break
+            await asyncio.sleep(0.05)
+        assert store.get(ORPHAN).status == "lost"
+    finally:
+        store.close()
+    run = await get(jp_fetch, ORPHAN)
+    assert run["status"] == "lost" and "server stopped" in run["root_cause"]["exception"]
