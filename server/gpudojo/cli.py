@@ -142,11 +142,6 @@ def _kernel_source(path: str) -> tuple[str, str]:
     return Path(path).read_text(encoding="utf-8"), ("numba" if path.endswith(".py") else "cuda")
 
 
-def _kernel_options(args: argparse.Namespace) -> dict:
-    defines = dict(d.partition("=")[::2] for d in args.define)
-    return {"opt_level": args.opt, "max_registers": args.maxrregcount, "fast_math": args.fast_math, "defines": defines}
-
-
 def _kernel(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
@@ -162,28 +157,14 @@ def _kernel(args: argparse.Namespace) -> int:
         return 2
     try:
         if args.kernel_command == "compile":
-            report = notebook.compile(
-                source, arch=args.arch, language=language, block_size=args.block_size, **_kernel_options(args)
-            )
+            report = notebook.compile_from_flags(source, language, args)
             print(
                 report.result.model_dump_json(indent=2)
                 if args.json
                 else compile_text(report.result, sass=args.sass, ptx=args.ptx)
             )
             return 0 if report.result.ok else 1
-        dims = notebook._dims
-        run = notebook.run(
-            source,
-            kernel=args.kernel,
-            grid=dims(args.grid),
-            block=dims(args.block),
-            args=args.args,
-            expected=args.expect,
-            language=language,
-            arch=args.arch,
-            options=_kernel_options(args),
-            mode=args.mode,
-        )
+        run = notebook.run_from_flags(source, language, args, mode=args.mode)
         print(run.result.model_dump_json(indent=2) if args.json else run_text(run.result))
         return {"passed": 0, "ran": 0, "not_run": 3}.get(run.result.status, 1)
     except (KernelRequestError, SpecError, ValidationError) as err:
@@ -197,15 +178,13 @@ def _kernel(args: argparse.Namespace) -> int:
 
 
 def _add_kernel_parsers(sub: argparse._SubParsersAction) -> None:
+    from .kernels.notebook import add_compiler_flags
+
     k = sub.add_parser("kernel", help="Compile a CUDA C (.cu) or numba (.py) kernel, or run it.")
     ksub = k.add_subparsers(dest="kernel_command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("file", help="kernel source: .cu for CUDA C, .py for numba")
-    common.add_argument("--arch", help="sm_80, sm_90, ... (default: this machine's GPU, else sm_80)")
-    common.add_argument("-O", dest="opt", type=int, default=3, choices=range(4), help="ptxas optimisation level")
-    common.add_argument("--maxrregcount", type=int, default=None, help="cap registers per thread")
-    common.add_argument("--fast-math", action="store_true")
-    common.add_argument("-D", dest="define", action="append", default=[], metavar="NAME=VALUE")
+    add_compiler_flags(common)
     common.add_argument("--json", action="store_true", help="print the full result as JSON")
     c = ksub.add_parser("compile", parents=[common], help="PTX, SASS, registers, shared memory, occupancy.")
     c.add_argument("--sass", action="store_true", help="print SASS with source lines")

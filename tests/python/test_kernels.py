@@ -278,10 +278,10 @@ def test_simulator_thread_budget(service):
     assert info.value.code == "too_many_threads" and "4096" in str(info.value)
 
 
-def test_endless_kernel_is_killed_and_the_service_goes_on(tmp_path):
-    svc = KernelService(tmp_path, KernelLimits(run_timeout_s=3.0))
+def _spin_request() -> RunRequest:
+    """One thread that never stops (a numba kernel with an endless loop)."""
     spin = "from numba import cuda\n\n@cuda.jit\ndef spin(x):\n    while True:\n        x[0] += 1\n"
-    req = _sum_request(
+    return _sum_request(
         source=spin,
         kernel="spin",
         grid=[1],
@@ -289,6 +289,11 @@ def test_endless_kernel_is_killed_and_the_service_goes_on(tmp_path):
         args=[{"kind": "array", "name": "x", "shape": [1], "output": True}],
         expected={},
     )
+
+
+def test_endless_kernel_is_killed_and_the_service_goes_on(tmp_path):
+    svc = KernelService(tmp_path, KernelLimits(run_timeout_s=3.0))
+    req = _spin_request()
     try:
         result = svc.run(req, gpu=None)
         assert result.status == "error" and result.error.kind == "timeout"
@@ -336,15 +341,7 @@ def test_close_kills_runs_still_going(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
     svc = KernelService(tmp_path, KernelLimits(run_timeout_s=120.0))
-    spin = "from numba import cuda\n\n@cuda.jit\ndef spin(x):\n    while True:\n        x[0] += 1\n"
-    req = _sum_request(
-        source=spin,
-        kernel="spin",
-        grid=[1],
-        block=[1],
-        args=[{"kind": "array", "name": "x", "shape": [1], "output": True}],
-        expected={},
-    )
+    req = _spin_request()
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(svc.run, req, None)
         deadline = time.monotonic() + 10

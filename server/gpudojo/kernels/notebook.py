@@ -22,7 +22,7 @@ from typing import Any
 from .models import CompileOptions, CompileRequest, CompileResult, RunRequest, RunResult
 from .report import compile_html, compile_text, run_html, run_text
 from .service import GpuTarget, KernelService
-from .spec import parse_args, parse_expected
+from .spec import compile_options, parse_args, parse_expected
 
 
 def default_cache_dir() -> Path:
@@ -144,14 +144,40 @@ def _dims(text: str) -> list[int]:
     return [int(n) for n in text.replace("x", ",").split(",") if n.strip()]
 
 
+def add_compiler_flags(p: argparse.ArgumentParser) -> None:
+    """The compiler flags `%%cuda` and `gpudojo kernel` share, named as CompileOptions' fields."""
+    p.add_argument("--arch", default=None, help="sm_80, sm_90, ... (default: this machine's GPU, else sm_80)")
+    p.add_argument("-O", dest="opt_level", type=int, default=3, choices=range(4), help="ptxas optimisation level")
+    p.add_argument("--maxrregcount", dest="max_registers", type=int, default=None, help="cap registers per thread")
+    p.add_argument("--fast-math", action="store_true")
+    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE")
+
+
+def compile_from_flags(source: str, language: str, opts: argparse.Namespace) -> CompileReport:
+    options = compile_options(opts.opt_level, opts.max_registers, opts.fast_math, opts.defines)
+    return compile(source, arch=opts.arch, language=language, block_size=opts.block_size, **options)
+
+
+def run_from_flags(source: str, language: str, opts: argparse.Namespace, **extra: Any) -> RunReport:
+    """A run from --kernel/--run, --grid, --block, --args and --expect and the compiler flags."""
+    return run(
+        source,
+        kernel=opts.kernel,
+        grid=_dims(opts.grid),
+        block=_dims(opts.block),
+        args=opts.args,
+        expected=opts.expect,
+        language=language,
+        arch=opts.arch,
+        options=compile_options(opts.opt_level, opts.max_registers, opts.fast_math, opts.defines),
+        **extra,
+    )
+
+
 def magic_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="%%cuda", add_help=False, exit_on_error=False)
-    p.add_argument("--arch", default=None)
+    add_compiler_flags(p)
     p.add_argument("--numba", action="store_true", help="the cell is Python with @cuda.jit kernels")
-    p.add_argument("-O", dest="opt_level", type=int, default=3)
-    p.add_argument("--maxrregcount", dest="max_registers", type=int, default=None)
-    p.add_argument("--fast-math", action="store_true")
-    p.add_argument("-D", dest="defines", action="append", default=[])
     p.add_argument("--block-size", type=int, default=256, help="threads per block for the occupancy figure")
     p.add_argument("--run", dest="kernel", default=None, help="launch this kernel after compiling")
     p.add_argument("--grid", default="1")
@@ -164,27 +190,8 @@ def magic_parser() -> argparse.ArgumentParser:
 def cuda_magic(line: str, cell: str) -> CompileReport | RunReport:
     """The ``%%cuda`` cell magic: compile the cell, and run a kernel of it with --run."""
     opts = magic_parser().parse_args(shlex.split(line))
-    defines = dict(d.partition("=")[::2] for d in opts.defines)
-    options = {
-        "opt_level": opts.opt_level,
-        "max_registers": opts.max_registers,
-        "fast_math": opts.fast_math,
-        "defines": defines,
-    }
     language = "numba" if opts.numba else "cuda"
-    if opts.kernel:
-        return run(
-            cell,
-            kernel=opts.kernel,
-            grid=_dims(opts.grid),
-            block=_dims(opts.block),
-            args=opts.args,
-            expected=opts.expect,
-            language=language,
-            arch=opts.arch,
-            options=options,
-        )
-    return compile(cell, arch=opts.arch, language=language, block_size=opts.block_size, **options)
+    return run_from_flags(cell, language, opts) if opts.kernel else compile_from_flags(cell, language, opts)
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -76,5 +76,17 @@ def parse_expected(text: str | None) -> dict[str, str]:
     return out
 
 
+def compile_options(
+    opt_level: int = 3, max_registers: int | None = None, fast_math: bool = False, defines: list[str] | None = None
+) -> dict:
+    """CompileOptions fields from command-line style flags (``-D NAME=VALUE`` as a list)."""
+    return {
+        "opt_level": opt_level,
+        "max_registers": max_registers,
+        "fast_math": fast_math,
+        "defines": dict(d.partition("=")[::2] for d in defines or []),
+    }
+
+
 def dumps_args(args: list[ArrayArg | ScalarArg]) -> str:
     return json.dumps([a.model_dump() for a in args])
