@@ -38,3 +38,36 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   }
   return node;
 }
+
+/**
+ * Calls `draw` once on the next animation frame however many times it is asked for
+ * before then: views mark themselves dirty on every change and paint at most once a frame.
+ */
+export class NextFrame {
+  constructor(private readonly _draw: () => void) {}
+
+  /** Whether a frame is requested and not yet run. */
+  get pending(): boolean {
+    return this._frame !== null;
+  }
+
+  schedule(): void {
+    if (this._frame !== null) {
+      return;
+    }
+    this._frame = requestAnimationFrame(() => {
+      this._frame = null;
+      this._draw();
+    });
+  }
+
+  /** Drop a requested frame (on dispose). */
+  cancel(): void {
+    if (this._frame !== null) {
+      cancelAnimationFrame(this._frame);
+      this._frame = null;
+    }
+  }
+
+  private _frame: number | null = null;
+}

@@ -11,7 +11,7 @@ import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import { GpudojoClient, TelemetrySocket } from '../api/client';
 import type { ConnectionStatus } from '../api/telemetry';
-import { h } from '../dom';
+import { NextFrame, h } from '../dom';
 import { gpudojoIcon } from '../icons';
 import { TelemetryChart, readChartTheme } from './chart';
 import { formatRate, formatWindow, modeLabel } from './format';
@@ -103,9 +103,7 @@ export class GpuMonitor extends Widget {
       return;
     }
     this._resizeObserver.disconnect();
-    if (this._frame !== null) {
-      cancelAnimationFrame(this._frame);
-    }
+    this._frame.cancel();
     this.socket.dispose();
     this._disposeCharts();
     super.dispose();
@@ -149,13 +147,9 @@ export class GpuMonitor extends Widget {
   }
 
   private _scheduleRender(): void {
-    if (this._frame !== null || !this.isVisible) {
-      return;
+    if (this.isVisible) {
+      this._frame.schedule();
     }
-    this._frame = requestAnimationFrame(() => {
-      this._frame = null;
-      this._render();
-    });
   }
 
   private _renderBanner(): void {
@@ -270,7 +264,7 @@ export class GpuMonitor extends Widget {
   private _hostCharts: Array<[(typeof HOST_METRICS)[number], TelemetryChart]> = [];
   private _chartKey = '';
   private _lastWidth = 0;
-  private _frame: number | null = null;
+  private _frame = new NextFrame(() => this._render());
   private _reason: string | null = null;
   private _deviceMode: 'gpu' | 'replay' | 'cpu' | null = null;
   private _resizeObserver: ResizeObserver;

@@ -5,7 +5,7 @@
  */
 
 import { ISignal, Signal } from '@lumino/signaling';
-import { h } from '../dom';
+import { NextFrame, h } from '../dom';
 import { SourceAsmMap } from './asmMap';
 
 /** Height of one listing line, as .gpudojo-asm-line sets it in kernels.css (px). */
@@ -70,9 +70,7 @@ export class AsmListView {
 
   dispose(): void {
     this._resizeObserver.disconnect();
-    if (this._frame) {
-      cancelAnimationFrame(this._frame);
-    }
+    this._frame.cancel();
     Signal.clearData(this);
   }
 
@@ -87,13 +85,7 @@ export class AsmListView {
   }
 
   private _scheduleRender(): void {
-    if (this._frame) {
-      return;
-    }
-    this._frame = requestAnimationFrame(() => {
-      this._frame = 0;
-      this._render();
-    });
+    this._frame.schedule();
   }
 
   private _render(): void {
@@ -145,7 +137,7 @@ export class AsmListView {
   private _listing: AsmListing | null = null;
   private _current: number | null = null;
   private _rendered: [number, number] | null = null;
-  private _frame = 0;
+  private _frame = new NextFrame(() => this._render());
   private _spacer: HTMLElement;
   private _window: HTMLElement;
   private _resizeObserver: ResizeObserver;

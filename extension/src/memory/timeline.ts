@@ -7,7 +7,7 @@
  */
 
 import type { Analysis, Band, MemoryWindow } from '../api/types';
-import { h } from '../dom';
+import { NextFrame, h } from '../dom';
 import { formatAxisTime, formatBytes } from './format';
 import { MemoryPalette, readMemoryPalette } from './palette';
 import { LayoutMode, StackLayout, columnAt, hitTest, layoutWindow } from './stackLayout';
@@ -108,9 +108,7 @@ export class MemoryTimeline {
   dispose(): void {
     this._loader.dispose();
     this._resizeObserver.disconnect();
-    if (this._frame !== null) {
-      cancelAnimationFrame(this._frame);
-    }
+    this._frame.cancel();
   }
 
   private _listen(): void {
@@ -261,12 +259,7 @@ export class MemoryTimeline {
   }
 
   private _scheduleDraw(): void {
-    if (this._frame === null) {
-      this._frame = requestAnimationFrame(() => {
-        this._frame = null;
-        this._draw();
-      });
-    }
+    this._frame.schedule();
   }
 
   private _draw(): void {
@@ -402,7 +395,7 @@ export class MemoryTimeline {
   private _drag: { x: number; view: TimeRange; moved: boolean } | null = null;
   private _cssWidth = 0;
   private _dpr = 1;
-  private _frame: number | null = null;
+  private _frame = new NextFrame(() => this._draw());
   private _tooltip: HTMLElement;
   private _range: HTMLElement;
   private _plot: HTMLElement;

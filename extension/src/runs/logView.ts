@@ -6,7 +6,7 @@
  * tail until the learner scrolls up, and again once they scroll back down.
  */
 
-import { h } from '../dom';
+import { NextFrame, h } from '../dom';
 import { ALL_TAB, LAUNCHER_TAB, LogBuffer, LogTab, tabOf } from './logBuffer';
 import { isAtTail, logWindow, tailScrollTop } from './logWindow';
 
@@ -97,10 +97,7 @@ export class LogView {
   }
 
   dispose(): void {
-    if (this._frame !== null) {
-      cancelAnimationFrame(this._frame);
-      this._frame = null;
-    }
+    this._frame.cancel();
     this.node.remove();
   }
 
@@ -108,12 +105,7 @@ export class LogView {
     const { scrollTop, clientHeight, scrollHeight } = this._viewport;
     this._following = isAtTail(scrollTop, clientHeight, scrollHeight, ROW_PX);
     this._follow.hidden = this._following;
-    if (this._frame === null) {
-      this._frame = requestAnimationFrame(() => {
-        this._frame = null;
-        this._renderRows();
-      });
-    }
+    this._frame.schedule();
   }
 
   private _renderTabs(): void {
@@ -206,5 +198,5 @@ export class LogView {
   private _follow: HTMLButtonElement;
   private _pool: HTMLElement[] = [];
   private _following = true;
-  private _frame: number | null = null;
+  private _frame = new NextFrame(() => this._renderRows());
 }

@@ -12,7 +12,7 @@ import type { RunStream, RunStreamStatus } from '../api/runStream';
 import type { Run, RunEvent } from '../api/types';
 import type { IMemoryViewer } from '../memory/plugin';
 import type { RunMemorySection } from '../memory/runMemory';
-import { h } from '../dom';
+import { NextFrame, h } from '../dom';
 import { gpudojoIcon } from '../icons';
 import { runViewId } from './commands';
 import { statusLabel } from './format';
@@ -114,9 +114,7 @@ export class RunView extends Widget {
       return;
     }
     this._stopTicking();
-    if (this._frame !== null) {
-      cancelAnimationFrame(this._frame);
-    }
+    this._frame.cancel();
     if (this._chartTimer !== null) {
       clearTimeout(this._chartTimer);
     }
@@ -168,13 +166,9 @@ export class RunView extends Widget {
     this._dirty.run ||= change.run;
     this._dirty.logs ||= change.logs;
     this._dirty.metrics ||= change.metrics;
-    if (this._frame !== null || !this.isVisible) {
-      return;
+    if (this.isVisible) {
+      this._frame.schedule();
     }
-    this._frame = requestAnimationFrame(() => {
-      this._frame = null;
-      this._render();
-    });
   }
 
   private _render(): void {
@@ -292,7 +286,7 @@ export class RunView extends Widget {
   private _memory: RunMemorySection | null;
   private _logs: LogView;
   private _dirty: RunChange = { run: false, logs: false, metrics: false };
-  private _frame: number | null = null;
+  private _frame = new NextFrame(() => this._render());
   private _chartTimer: ReturnType<typeof setTimeout> | null = null;
   private _lastChartAt = 0;
   private _causeKey = '';

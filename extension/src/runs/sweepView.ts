@@ -7,7 +7,7 @@
 import { MainAreaWidget } from '@jupyterlab/apputils';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
-import { h } from '../dom';
+import { NextFrame, h } from '../dom';
 import { readChartTheme } from '../gpu/chart';
 import { gpudojoIcon } from '../icons';
 import { sweepViewId } from './commands';
@@ -61,9 +61,7 @@ export class SweepView extends Widget {
     if (this.isDisposed) {
       return;
     }
-    if (this._frame !== null) {
-      cancelAnimationFrame(this._frame);
-    }
+    this._frame.cancel();
     this._chart?.dispose();
     this.model.dispose();
     super.dispose();
@@ -80,13 +78,9 @@ export class SweepView extends Widget {
   }
 
   private _schedule(): void {
-    if (this._frame !== null || !this.isVisible) {
-      return;
+    if (this.isVisible) {
+      this._frame.schedule();
     }
-    this._frame = requestAnimationFrame(() => {
-      this._frame = null;
-      this._render();
-    });
   }
 
   private _render(): void {
@@ -197,7 +191,7 @@ export class SweepView extends Widget {
   private _table: HTMLElement;
   private _note: HTMLElement;
   private _chart: StepChart | null = null;
-  private _frame: number | null = null;
+  private _frame = new NextFrame(() => this._render());
 }
 
 /** A sweep's view in a main-area widget, found again by its id. */
