@@ -234,6 +234,6 @@ for (const job of config.jobs) {
   } finally {
     await browser.close();
   }
-  results.push({ viewer: job.viewer, label: job.label, ...out });
+  results.push({ viewer: job.analysis ? `${job.viewer} (${job.analysis} analysis)` : job.viewer, label: job.label, ...out });
 }
 console.log(JSON.stringify(results));

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop
-from traitlets import Float, Integer, Unicode, default
+from traitlets import Bool, Float, Integer, Unicode, default
 
 from .services import Services, Settings
 
@@ -59,6 +60,11 @@ class GPUDojo(ExtensionApp):
     simulator_max_threads = Integer(
         4096, help="Most threads (grid x block) one launch may have in numba's CUDA simulator."
     ).tag(config=True)
+    memory_warm_worker = Bool(
+        True,
+        help="Start the memory-analysis worker with the server, so the first snapshot opened "
+        "does not wait for it to load (about 1 s of CPU at start, in the background).",
+    ).tag(config=True)
 
     @default("data_dir")
     def _default_data_dir(self) -> str:
@@ -87,6 +93,7 @@ class GPUDojo(ExtensionApp):
                 kernel_run_timeout_s=self.kernel_run_timeout_s,
                 kernel_max_source_bytes=self.kernel_max_source_bytes,
                 simulator_max_threads=self.simulator_max_threads,
+                memory_warm_worker=self.memory_warm_worker,
             )
         )
         source = f"replaying {self.gpu_replay_file}" if self.gpu_replay_file else "live NVML"
@@ -96,6 +103,11 @@ class GPUDojo(ExtensionApp):
         # someone first opens the Runs list.
         services = self.settings["gpudojo"]
         IOLoop.current().add_callback(lambda: services.runs_executor.submit(services.recover_runs))
+        if self.memory_warm_worker:
+            # Its own thread: a first start on a machine compiles the scanner (up to a minute).
+            IOLoop.current().add_callback(
+                lambda: threading.Thread(target=services.warm_memory, name="gpudojo-memory-warm", daemon=True).start()
+            )
 
     def initialize_handlers(self) -> None:
         from .api.routes import url_patterns

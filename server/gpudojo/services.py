@@ -48,6 +48,7 @@ class Settings:
     kernel_run_timeout_s: float = 60.0
     kernel_max_source_bytes: int = 64 * 1024
     simulator_max_threads: int = 4096
+    memory_warm_worker: bool = True
 
 
 class Services:
@@ -131,8 +132,18 @@ class Services:
             Path(s.root_dir),
             max_concurrent=s.max_concurrent_runs,
             run_timeout_s=s.run_timeout_s,
-            on_finish=self._lab_progress,
+            on_finish=self._run_finished,
         )
+
+    def _run_finished(self, run: Run) -> None:
+        self._lab_progress(run)
+        self._analyse_memory(run)
+
+    def _analyse_memory(self, run: Run) -> None:
+        """A run's memory captures are analysed as soon as it ends, off the run's thread, so
+        that opening one from the run view is the cached path (labs such as lab-06 record
+        memory whether or not the run asked to)."""
+        self.runs_executor.submit(self.memory.analyse_run, run.id)
 
     def _lab_progress(self, run: Run) -> None:
         """A lab run that passed every check that applies completes the lab for its user;
@@ -155,6 +166,13 @@ class Services:
 
         s = self.settings
         return MemoryService(Path(s.data_dir), Path(s.root_dir))
+
+    def warm_memory(self) -> None:
+        """Start the memory-analysis worker (server start, in the background)."""
+        try:
+            self.memory.warm_up()
+        except Exception:  # the first analysis will start it again and say what went wrong
+            logging.getLogger(__name__).exception("gpudojo: the memory-analysis worker did not start")
 
     def recover_runs(self) -> None:
         """Build the run service now (its constructor marks orphaned runs lost)."""
@@ -217,6 +235,8 @@ class Services:
             await asyncio.get_running_loop().run_in_executor(None, self.runs.close)
         if "kernels" in self.__dict__:
             await self.in_kernel_thread(self.kernels.close)
+        if "memory" in self.__dict__:
+            await asyncio.get_running_loop().run_in_executor(None, self.memory.close)
         if "probe" in self.__dict__:
             await self.in_gpu_thread(self.probe.close)
         self.gpu_executor.shutdown(wait=False)

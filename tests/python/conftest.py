@@ -55,6 +55,8 @@ def jp_server_config(gpu_replay, tmp_path, read_only):
                 "data_dir": str(tmp_path / "gpudojo-data"),
                 "telemetry_default_hz": 10.0,
                 "telemetry_max_hz": 20.0,
+                # Tests that analyse memory start the worker when they need it.
+                "memory_warm_worker": False,
             },
         }
     )

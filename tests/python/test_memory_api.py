@@ -100,3 +100,32 @@ async def test_estimate_route(jp_fetch):
     assert [t["component"] for t in doc["terms"]] == ["parameters", "gradients", "optimizer_states", "activations"]
     status, _ = await error_of(post(jp_fetch, "estimate", {"parameters": 0}))
     assert status == 400
+
+
+async def test_progress_of_an_analysis_and_a_finished_runs_captures_analysed_at_once(jp_fetch, jp_serverapp):
+    """GET progress answers before, during (see test_memory_scan) and after an analysis; a run
+    that ends has its captures analysed by the server, so opening one is the cached path."""
+    import asyncio
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    services = jp_serverapp.web_app.settings["gpudojo"]
+    data_dir = Path(services.settings.data_dir)
+    run_id = "20261203-090000-abcdef"
+    folder = data_dir / "runs" / run_id / "memory"
+    folder.mkdir(parents=True)
+    (folder / "rank0.pickle").write_bytes(dump(make_snapshot(2000, seed=3)))
+    capture = f"run:{run_id}:rank0.pickle"
+    before = await get(jp_fetch, "progress", capture=capture)
+    assert before["phase"] == "not_started" and before["fraction"] is None
+    services._run_finished(
+        SimpleNamespace(id=run_id, kind="script", lab=None, user="me", checks=[], status="succeeded")
+    )
+    for _ in range(300):
+        if (await get(jp_fetch, "progress", capture=capture))["phase"] == "done":
+            break
+        await asyncio.sleep(0.1)
+    assert (await get(jp_fetch, "progress", capture=capture))["phase"] == "done"
+    assert (await get(jp_fetch, "analysis", capture=capture))["cached"] is True
+    status, error = await error_of(get(jp_fetch, "progress", capture="file:nothing.pickle"))
+    assert status == 404 and error["code"] == "not_found"

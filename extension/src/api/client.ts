@@ -11,6 +11,7 @@ import { RunStream, RunStreamOptions } from './runStream';
 import { TelemetryStream, TelemetryStreamOptions } from './telemetry';
 import type {
   Analysis,
+  AnalysisProgress,
   ArchList,
   CaptureList,
   Catalog,
@@ -208,6 +209,11 @@ export class GpudojoClient {
   /** GET memory/analysis?capture=: peak and OOM breakdowns, frames, notes (analysed once, then cached). */
   getMemoryAnalysis(capture: string): Promise<Analysis> {
     return this._get<Analysis>(`memory/analysis?capture=${encodeURIComponent(capture)}`);
+  }
+
+  /** GET memory/progress: how far the first analysis of `capture` is (poll it while waiting). */
+  getMemoryProgress(capture: string): Promise<AnalysisProgress> {
+    return this._get<AnalysisProgress>(`memory/progress?capture=${encodeURIComponent(capture)}`);
   }
 
   /** POST memory/analyze: analyse a snapshot in the workspace (`path` relative to the server root). */

@@ -183,3 +183,12 @@ export interface Estimate {
   gap_bytes?: number | null;
   gap_explained: string[];
 }
+
+/** GET memory/progress: how far a capture's first analysis is. */
+export interface AnalysisProgress {
+  capture: string;
+  phase: 'not_started' | 'queued' | 'reading' | 'pairing' | 'indexing' | 'done';
+  /** Share of the file read (0-1), while reading. */
+  fraction: number | null;
+  elapsed_ms: number;
+}

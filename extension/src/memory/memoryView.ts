@@ -16,6 +16,7 @@ import { LegendView } from './legendView';
 import { categoryColor, readMemoryPalette } from './palette';
 import { captureModeLabel, renderDownload, renderNotes, renderOom, renderPeak } from './panels';
 import { LayoutMode } from './stackLayout';
+import { PROGRESS_POLL_MS, progressText, progressValue } from './progress';
 import { MemoryTimeline } from './timeline';
 
 /** Allocations listed one by one per window; the rest is the remainder. */
@@ -77,12 +78,36 @@ export class MemoryView extends Widget {
   }
 
   private async _load(): Promise<void> {
+    // A capture never opened before is analysed now (seconds for a large snapshot): say how
+    // far it is, from the server's progress, until the analysis arrives.
+    const bar = h('progress', { className: 'gpudojo-memory-progress', attrs: { max: '1' } }) as HTMLProgressElement;
+    this._status.after(bar);
+    let waiting = true;
+    const poll = async (): Promise<void> => {
+      while (waiting && !this.isDisposed) {
+        await new Promise(resolve => setTimeout(resolve, PROGRESS_POLL_MS));
+        const progress = waiting ? await this._options.client.getMemoryProgress(this.capture).catch(() => null) : null;
+        if (progress && waiting) {
+          this._status.textContent = progressText(progress);
+          const value = progressValue(progress);
+          if (value === null) {
+            bar.removeAttribute('value');
+          } else {
+            bar.value = value;
+          }
+        }
+      }
+    };
+    void poll();
     try {
       this._show(await this._options.client.getMemoryAnalysis(this.capture));
     } catch (error) {
       this._status.hidden = true;
       this.node.setAttribute('data-state', 'error');
       this._showError(`The capture could not be analysed: ${(error as Error).message}`);
+    } finally {
+      waiting = false;
+      bar.remove();
     }
   }
 

@@ -101,13 +101,9 @@ export const memoryPlugin: JupyterFrontEndPlugin<IMemoryViewer> = {
           return;
         }
         // The server takes paths relative to its root; a drive prefix ("RTC:") is the browser's own.
-        const path = app.serviceManager.contents.localPath(raw);
-        try {
-          const analysis = await client.analyzeMemoryFile(path);
-          return open(analysis.capture.id, analysis);
-        } catch (error) {
-          void showErrorMessage('This file could not be opened as a memory snapshot', (error as Error).message);
-        }
+        // The view opens at once and shows the analysis's progress (a large snapshot never
+        // opened before takes seconds); a file that is no snapshot says so inside it.
+        return open(`file:${app.serviceManager.contents.localPath(raw)}`);
       }
     });
 

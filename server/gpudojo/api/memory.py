@@ -83,6 +83,25 @@ class AnalyzeHandler(MemoryBase):
         self.write_model(await self.call(self.services.memory.analyze_path, body.path))
 
 
+class AnalysisProgressHandler(MemoryBase):
+    api_doc = {
+        "get": {
+            "summary": "How far a capture's first analysis is (?capture=ID): phase and share of the file read",
+            "response": "AnalysisProgress",
+        }
+    }
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        from ..memory.service import MemoryRequestError
+
+        try:  # a stat and a dict look-up: answered on the loop, not behind running analyses
+            self.write_model(self.services.memory.progress(self.capture_arg()))
+        except MemoryRequestError as err:
+            raise ApiError(err.status, err.code, str(err)) from err
+
+
 class WindowHandler(MemoryBase):
     api_doc = {
         "get": {

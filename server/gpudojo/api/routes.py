@@ -7,6 +7,7 @@ from .gpu import DevicesHandler, TelemetryHandler
 from .kernels import ArchsHandler, CompileHandler, ExamplesHandler, OccupancyHandler, RunHandler
 from .memory import (
     AnalysisHandler,
+    AnalysisProgressHandler,
     AnalyzeHandler,
     CapturesHandler,
     DiffHandler,
@@ -50,6 +51,7 @@ ROUTES: list[tuple[str, type]] = [
     ("memory/captures", CapturesHandler),
     ("memory/analysis", AnalysisHandler),
     ("memory/analyze", AnalyzeHandler),
+    ("memory/progress", AnalysisProgressHandler),
     ("memory/window", WindowHandler),
     ("memory/diff", DiffHandler),
     ("memory/raw", RawHandler),

@@ -11,7 +11,6 @@ import contextlib
 import hashlib
 import json
 import os
-import selectors
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..worker.pipe import WarmWorker, WorkerFailure, kill_group
 from .models import ArchList, CompileRequest, CompileResult, OccupancyReport, OccupancyRequest, RunRequest, RunResult
 from .occupancy import arch_table, limits_for, occupancy, occupancy_curve
 
@@ -38,12 +38,8 @@ class KernelRequestError(ValueError):
         self.code = code
 
 
-class CompileFailure(RuntimeError):
-    """The compile worker could not answer: it hung (and was stopped) or died."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
+class CompileFailure(WorkerFailure):
+    """The compiler could not answer: kind "timeout", "crashed" or "no_compiler"."""
 
 
 @dataclass(frozen=True)
@@ -66,78 +62,6 @@ class KernelLimits:
     cache_entries: int = 128
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL the child's whole session (it was started in its own)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
-
-
-class CompileWorker:
-    """One warm ``python -m gpudojo.worker.compile`` process, JSON lines over pipes."""
-
-    def __init__(self, log_path: Path, python: str = sys.executable) -> None:
-        self.log_path = log_path
-        self.python = python
-        self.proc: subprocess.Popen | None = None
-        self.info: dict[str, Any] = {}
-        self._buffer = b""
-
-    def start(self, timeout_s: float) -> dict[str, Any]:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [self.python, "-m", "gpudojo.worker.compile"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                start_new_session=True,
-            )
-        self._buffer = b""
-        self.info = self._read_line(timeout_s)
-        return self.info
-
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def call(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        assert self.proc is not None and self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError as err:
-            raise CompileFailure("crashed", "The compiler process had stopped; it has been restarted.") from err
-        return self._read_line(timeout_s)
-
-    def _read_line(self, timeout_s: float) -> dict[str, Any]:
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout_s
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            while b"\n" not in self._buffer:
-                left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(left):
-                    self.stop()
-                    raise CompileFailure("timeout", f"The compiler took longer than {timeout_s:g} s and was stopped.")
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    code = self.proc.wait()
-                    self.proc = None
-                    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-                    raise CompileFailure("crashed", f"The compiler process died ({how}); it has been restarted.")
-                self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return json.loads(line)
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            _kill_group(self.proc)
-            self.proc = None
-
-
 class KernelService:
     def __init__(
         self,
@@ -148,7 +72,9 @@ class KernelService:
         self.cache_dir = cache_dir
         self.limits = limits or KernelLimits()
         self.python = python
-        self._worker = CompileWorker(cache_dir / "compile-worker.log", python)
+        self._worker = WarmWorker(
+            "gpudojo.worker.compile", cache_dir / "compile-worker.log", python, name="compiler", failure=CompileFailure
+        )
         self._lock = threading.Lock()
         self._memory: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._runs: set[subprocess.Popen] = set()
@@ -178,7 +104,7 @@ class KernelService:
     def close(self) -> None:
         """Stop the compile worker and kill every kernel run still going (server shutdown)."""
         for proc in list(self._runs):
-            _kill_group(proc)
+            kill_group(proc)
         with self._lock:
             self._worker.stop()
 
@@ -420,7 +346,7 @@ class KernelService:
         try:
             out, err = proc.communicate(payload, timeout=self.limits.run_timeout_s)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_group(proc)
             return RunResult(
                 status="error",
                 mode=mode,

@@ -107,6 +107,15 @@ class Analysis(_Model):
     cached: bool
 
 
+class AnalysisProgress(_Model):
+    """How far a capture's first analysis is (the viewer polls it while it waits)."""
+
+    capture: str
+    phase: Literal["not_started", "queued", "reading", "pairing", "indexing", "done"]
+    fraction: float | None = Field(None, description="share of the file read, while reading (0-1)")
+    elapsed_ms: float
+
+
 class Band(_Model):
     id: int = Field(description="Allocation index in the analysis")
     start_us: float

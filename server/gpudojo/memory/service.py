@@ -9,9 +9,7 @@ under the server's root (e.g. a snapshot uploaded through the file browser).
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-import subprocess
 import sys
 import threading
 import time
@@ -19,9 +17,10 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from ..worker.pipe import WarmWorker, WorkerFailure
 from .analysis import ANALYSIS_VERSION, Loaded, diff
 from .estimator import estimate
-from .models import Analysis, Capture, CaptureList, Diff, Estimate, EstimateRequest, Window
+from .models import Analysis, AnalysisProgress, Capture, CaptureList, Diff, Estimate, EstimateRequest, Window
 
 _RUN_CAPTURE = re.compile(r"^rank(\d+)\.(pickle|cpu\.json)$")
 _RUN_ID = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
@@ -53,6 +52,17 @@ class MemoryService:
         self._loaded: OrderedDict[str, Loaded] = OrderedDict()
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
+        # One warm analysis worker (the snapshot scanner's compiled code loaded once), one
+        # analysis at a time; what it is doing, per cache key, for the progress route.
+        self._worker = WarmWorker(
+            "gpudojo.worker.memory_analyze",
+            self.cache_dir / "analysis-worker.log",
+            python,
+            name="memory analysis",
+            args=("--serve",),
+        )
+        self._worker_lock = threading.Lock()
+        self._progress: dict[str, dict[str, Any]] = {}
 
     # --- captures -------------------------------------------------------------------------
 
@@ -131,7 +141,7 @@ class MemoryService:
             folder = self.cache_dir / key
             cached = (folder / "summary.json").is_file()
             if not cached:
-                self._analyse(path, folder)
+                self._analyse(path, folder, key)
             loaded = Loaded(folder)
         with self._lock:
             self._loaded[key] = loaded
@@ -139,29 +149,92 @@ class MemoryService:
                 self._loaded.popitem(last=False)
         return loaded, cached, loaded.summary.get("analysis_ms", 0.0)
 
-    def _analyse(self, path: Path, folder: Path) -> None:
+    def warm_up(self) -> None:
+        """Start the analysis worker now, so that the first capture opened does not wait for
+        Python, NumPy and the scanner to load (or, the first time, for numba to compile it)."""
+        with self._worker_lock:
+            self._ensure_worker()
+
+    def _ensure_worker(self) -> None:
+        if not self._worker.alive:
+            self._worker.start(timeout_s=max(self.analysis_timeout_s, 300.0))
+
+    def progress(self, capture_id: str) -> AnalysisProgress:
+        """How far the analysis of a capture is: queued, reading (with the fraction of the
+        file read), pairing, indexing, or done (cached)."""
+        path = self.resolve(capture_id)
+        key = self._key(path)
+        if (self.cache_dir / key / "summary.json").is_file():
+            return AnalysisProgress(capture=capture_id, phase="done", fraction=1.0, elapsed_ms=0.0)
+        state = self._progress.get(key)
+        if state is None:
+            return AnalysisProgress(capture=capture_id, phase="not_started", fraction=None, elapsed_ms=0.0)
+        return AnalysisProgress(
+            capture=capture_id,
+            phase=state["phase"],
+            fraction=state["fraction"],
+            elapsed_ms=(time.monotonic() - state["since"]) * 1000,
+        )
+
+    def _analyse(self, path: Path, folder: Path, key: str) -> None:
+        since = time.monotonic()
+        self._progress[key] = {"phase": "queued", "fraction": None, "since": since}
+
+        def on_progress(p: dict[str, Any]) -> None:
+            self._progress[key] = {"phase": p.get("phase", "reading"), "fraction": p.get("fraction"), "since": since}
+
         try:
-            done = subprocess.run(
-                [self.python, "-m", "gpudojo.worker.memory_analyze", str(path), str(folder)],
-                capture_output=True,
-                text=True,
-                timeout=self.analysis_timeout_s,
-                start_new_session=True,
-            )
-        except subprocess.TimeoutExpired as err:
-            raise MemoryRequestError(
-                f"Analysing {path.name} took longer than {self.analysis_timeout_s:g} s", 504, "analysis_timeout"
-            ) from err
-        lines = [ln for ln in done.stdout.splitlines() if ln.strip()]
-        reply = json.loads(lines[-1]) if lines else {}
+            with self._worker_lock:
+                try:
+                    reply = self._call_worker(path, folder, on_progress)
+                except WorkerFailure as err:
+                    if err.kind == "timeout":
+                        raise MemoryRequestError(
+                            f"Analysing {path.name} took longer than {self.analysis_timeout_s:g} s",
+                            504,
+                            "analysis_timeout",
+                        ) from err
+                    raise MemoryRequestError(
+                        f"The analysis of {path.name} failed: {err.message}", 500, "analysis_failed"
+                    ) from err
+        finally:
+            self._progress.pop(key, None)
         if "error" in reply:
             kind = reply["error"]["kind"]
             code = "refused_pickle" if kind == "refused" else "not_a_capture"
             raise MemoryRequestError(f"{path.name}: {reply['error']['message']}", 400, code)
-        if done.returncode != 0 or not reply.get("ok"):
-            raise MemoryRequestError(
-                f"The analysis of {path.name} failed: {done.stderr.strip()[-800:]}", 500, "analysis_failed"
-            )
+        if not reply.get("ok"):
+            raise MemoryRequestError(f"The analysis of {path.name} failed: {reply}", 500, "analysis_failed")
+
+    def _call_worker(self, path: Path, folder: Path, on_progress: Any) -> dict[str, Any]:
+        """One analysis in the warm worker; a worker that had died since the last one (killed,
+        out of memory) is replaced and asked once more."""
+        for attempt in (1, 2):
+            self._ensure_worker()
+            try:
+                return self._worker.call(
+                    {"source": str(path), "folder": str(folder)}, self.analysis_timeout_s, on_progress
+                )
+            except WorkerFailure as err:
+                if err.kind != "crashed" or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def analyse_run(self, run_id: str) -> int:
+        """Analyse a finished run's captures now, so that opening one is the cached path;
+        returns how many were analysed (a capture that fails is left for the viewer to report)."""
+        done = 0
+        for capture in self.captures(run_id).captures:
+            try:
+                self._ensure(capture.id)
+                done += 1
+            except MemoryRequestError:
+                continue
+        return done
+
+    def close(self) -> None:
+        with self._worker_lock:
+            self._worker.stop()
 
     def analysis(self, capture_id: str) -> Analysis:
         t0 = time.perf_counter()

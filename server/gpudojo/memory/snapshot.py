@@ -287,12 +287,198 @@ def parse_cpu_capture(doc: Any) -> Parsed:
     )
 
 
-def read_capture(path: Path) -> Parsed:
+def parse_cuda_scan(sc: Any, device: int | None = None, sidecar: dict[str, Any] | None = None) -> Parsed:
+    """The same intervals as parse_cuda_snapshot, from snapshot_scan's tables (no Python
+    object per entry). Raises ScanStopped where the scan's shape is not the one it knows."""
+    import numpy as np
+
+    from . import snapshot_scan as ss
+
+    def slot(d: int, name: str, kind: int) -> int | None:
+        if not sc.dict_keys[d] & ss.BIT[name]:
+            return None
+        at = dict(ss.KEYS)[name]
+        return int(sc.dict_val[d, at]) if sc.dict_kind[d, at] == kind else None
+
+    root = sc.root_val if sc.root_kind == ss.K_DICT else None
+    traces_list = slot(root, "device_traces", ss.K_LIST) if root is not None else None
+    if traces_list is None:
+        raise RefusedPickle("not a CUDA memory snapshot: no device_traces (make one with _dump_snapshot)")
+    kinds, lists = sc.children(traces_list)
+    if (kinds != ss.K_LIST).any():
+        raise ss.ScanStopped("device_traces holds something other than lists")
+    counts = [int(sc.list_count[i]) for i in lists]
+    if device is None:
+        device = max(range(len(counts)), key=lambda d: counts[d], default=0)
+    trace_kinds, entries = sc.children(int(lists[device])) if device < len(lists) else (np.zeros(0), np.zeros(0))
+    if len(entries) != (counts[device] if device < len(counts) else 0) or (trace_kinds != ss.K_DICT).any():
+        raise ss.ScanStopped("a trace entry that is not a dict")
+    if (sc.dict_keys[entries] & ss.CONFLICT).any():
+        raise ss.ScanStopped("trace entries with keys this reader keeps apart")
+    action, addr, size, t, frame_dict, device_free, missing = ss._trace_columns(
+        sc.data, entries, sc.str_off, sc.str_len, sc.dict_keys, sc.dict_kind, sc.dict_val, sc.list_user,
+        ss._ACTION_BYTES, ss._ACTION_OFF,
+    )  # fmt: skip
+    n = len(entries)
+    timed = n > 0 and missing == 0
+    if not timed:
+        t = np.arange(n, dtype=np.float64)
+    names_of = ss._ACTION_NAMES
+    counts_by_action = np.bincount(action.astype(np.int64) + 1, minlength=len(names_of) + 1)
+    present = {names_of[a] for a in range(len(names_of)) if counts_by_action[a + 1]}
+    free_name = "free_completed" if "free_completed" in present else (
+        "free_requested" if "free_requested" in present else "free"
+    )  # fmt: skip
+    t_first = float(t[0]) if n else 0.0
+    t_last = (float(t[-1]) if n else 1.0) + 1.0
+    sidecar = sidecar or {}
+    phases = sorted((float(pt), str(name)) for pt, name in sidecar.get("phases", []))
+    notes: list[str] = []
+    if phases and timed:
+        names = ["before the first phase", *dict.fromkeys(name for _, name in phases)]
+        phase_times = np.array([pt for pt, _ in phases])
+        phase_cat = np.array([names.index(name) for _, name in phases])
+
+        def category(times: Any) -> Any:
+            at = np.searchsorted(phase_times, times, side="right") - 1
+            return np.where(at >= 0, phase_cat[np.maximum(at, 0)], 0)
+
+        category_source = "phases"
+    else:
+        names = ["allocations"]
+
+        def category(times: Any) -> Any:
+            return np.zeros(np.shape(times), dtype=np.int64)
+
+        category_source = "none"
+        notes.append("CUDA snapshots carry no categories; mark phases with labkit.memory_phase() to group by phase.")
+    if not timed:
+        notes.append("This snapshot has no time_us: the axis is the event index, not time.")
+    by_address = np.argsort(addr, kind="stable")  # each address's entries in trace order
+    start, end, sizes, frames_of, addrs, alloc_t = ss._pair(
+        by_address,
+        action,
+        addr,
+        size,
+        t,
+        frame_dict,
+        names_of.index("alloc"),
+        names_of.index(free_name),
+        t_first,
+        t_last,
+    )
+    seen_alloc = np.sort(addr[action == names_of.index("alloc")])
+    # Blocks allocated before the trace and never freed within it (few: plain Python).
+    extra: list[tuple[float, float, int, int, int]] = []
+    segments = slot(root, "segments", ss.K_LIST)
+    if segments is not None:
+        for seg_kind, seg in zip(*sc.children(segments), strict=True):
+            if seg_kind != ss.K_DICT or (slot(seg, "device", ss.K_INT) or device) != device:
+                continue
+            offset = slot(seg, "address", ss.K_INT) or 0
+            blocks = slot(seg, "blocks", ss.K_LIST)
+            for block_kind, block in zip(*sc.children(blocks), strict=True) if blocks is not None else ():
+                if block_kind != ss.K_DICT or sc.dict_keys[block] & ss.CONFLICT:
+                    raise ss.ScanStopped("a block this reader does not know")
+                b_addr = slot(block, "address", ss.K_INT)
+                b_addr = offset if b_addr is None else b_addr
+                b_size = slot(block, "size", ss.K_INT) or 0
+                offset = b_addr + b_size
+                state = slot(block, "state", ss.K_STR)
+                if state is None or sc.text(state) != "active_allocated":
+                    continue
+                if (
+                    np.searchsorted(seen_alloc, b_addr) < len(seen_alloc)
+                    and seen_alloc[np.searchsorted(seen_alloc, b_addr)] == b_addr
+                ):
+                    continue
+                requested = slot(block, "requested_size", ss.K_INT)
+                b_frames = slot(block, "frames", ss.K_LIST)
+                b_frame = int(sc.list_user[b_frames]) if b_frames is not None else -1
+                extra.append((t_first, t_last, requested if requested is not None else b_size, b_frame, b_addr))
+    if extra:
+        more = np.array(extra, dtype=np.float64).T
+        start, end = np.concatenate([start, more[0]]), np.concatenate([end, more[1]])
+        sizes = np.concatenate([sizes, more[2].astype(np.int64)])
+        frames_of = np.concatenate([frames_of, more[3].astype(np.int64)])
+        addrs = np.concatenate([addrs, np.array([e[4] for e in extra], dtype=np.int64)])
+        alloc_t = np.concatenate([alloc_t, np.full(len(extra), t_first)])
+    # Frame dicts -> the de-duplicated user-frame table, in order of first use.
+    table = _FrameTable()
+    frame_dicts, first_use = np.unique(frames_of, return_index=True)
+    index_of = {}
+    for d in frame_dicts[np.argsort(first_use)]:
+        if d < 0:
+            continue
+        filename = slot(int(d), "filename", ss.K_STR)
+        name = slot(int(d), "name", ss.K_STR)
+        index_of[int(d)] = table.user_frame(
+            [
+                {
+                    "filename": sc.text(filename) if filename is not None else "",
+                    "line": slot(int(d), "line", ss.K_INT) or 0,
+                    "name": sc.text(name) if name is not None else "",
+                }
+            ]
+        )
+    lookup = np.full(len(frame_dicts), -1, dtype=np.int64)
+    for i, d in enumerate(frame_dicts):
+        lookup[i] = index_of.get(int(d), -1)
+    frame_index = lookup[np.searchsorted(frame_dicts, frames_of)] if len(frames_of) else frames_of
+    ooms = [
+        {
+            "t_us": float(t[i]),
+            "requested_bytes": int(size[i]),
+            "device_free_bytes": int(device_free[i]) if device_free[i] >= 0 else None,
+        }
+        for i in np.flatnonzero(action == names_of.index("oom"))
+    ]
+    intervals = Intervals(start, end, sizes, category(alloc_t), frame_index, addrs)
+    if t_last <= t_first:
+        t_last = t_first + 1.0
+    return Parsed(
+        kind="cuda-snapshot",
+        axis="time_us" if timed else "event_index",
+        t_start=t_first,
+        t_end=t_last,
+        entries=n,
+        intervals=intervals,
+        categories=names,
+        category_source=category_source,
+        frames=table.frames,
+        ooms=ooms,
+        context=dict(sidecar.get("context", {})),
+        notes=notes,
+    )
+
+
+def _scan_reader():
+    """snapshot_scan, where numba is installed (else the restricted unpickler reads everything)."""
+    try:
+        from . import snapshot_scan
+    except ImportError:
+        return None
+    return snapshot_scan
+
+
+def read_capture(path: Path, *, fast: bool = True, on_progress: Any = None) -> Parsed:
     """Either kind, by its content; a sidecar ``<name>.phases.json`` adds labkit's phases and
-    model context to a CUDA snapshot."""
-    data = path.read_bytes()
-    if data[:1] == b"{":
-        return parse_cpu_capture(json.loads(data))
+    model context to a CUDA snapshot. A snapshot is scanned without unpickling it where the
+    scanner knows its shape; anything else goes through the restricted unpickler.
+    ``on_progress(phase, fraction)`` hears how far the reading is."""
+    with path.open("rb") as f:
+        first = f.read(1)
+    if first == b"{":
+        return parse_cpu_capture(json.loads(path.read_bytes()))
     sidecar_path = path.with_suffix(".phases.json")
     sidecar = json.loads(sidecar_path.read_text()) if sidecar_path.is_file() else None
-    return parse_cuda_snapshot(load_pickle(data), sidecar=sidecar)
+    ss = _scan_reader() if fast else None
+    if ss is not None:
+        try:
+            scanned = ss.scan(path, (lambda f: on_progress("reading", f)) if on_progress else None)
+            if on_progress:
+                on_progress("pairing", None)
+            return parse_cuda_scan(scanned, sidecar=sidecar)
+        except ss.ScanStopped:
+            pass  # something the scanner leaves to the unpickler: it decides
+    return parse_cuda_snapshot(load_pickle(path.read_bytes()), sidecar=sidecar)

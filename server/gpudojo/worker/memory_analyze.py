@@ -1,31 +1,87 @@
-"""Analyse one memory capture in this child process: ``python -m gpudojo.worker.memory_analyze
-SOURCE FOLDER`` writes FOLDER/arrays.npz and FOLDER/summary.json, and prints one JSON line:
-the summary's size, or {"error": {"kind", "message"}} (kind "refused" for a pickle that
-asks for more than plain data, "invalid" for anything that is not a capture)."""
+"""Analyse memory captures in a child process.
+
+``python -m gpudojo.worker.memory_analyze SOURCE FOLDER`` analyses one capture: it writes
+FOLDER/arrays.npz and FOLDER/summary.json and prints one JSON line, the summary's size or
+{"error": {"kind", "message"}} (kind "refused" for a pickle that asks for more than plain
+data, "invalid" for anything that is not a capture).
+
+``python -m gpudojo.worker.memory_analyze --serve`` is the server's warm worker: it loads
+the snapshot scanner's compiled code once (compiling it on a first run), prints
+{"ready": true, ...}, then answers one request per line ({"source", "folder"}) with
+progress lines ({"progress": {"phase", "fraction"}}) and the same reply as above.
+"""
 
 from __future__ import annotations
 
 import json
+import pickle
 import sys
+import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 from gpudojo.memory.analysis import write_analysis
 from gpudojo.memory.snapshot import RefusedPickle, read_capture
 
 
-def main() -> int:
-    source, folder = Path(sys.argv[1]), Path(sys.argv[2])
+def analyse(source: Path, folder: Path, emit=None) -> tuple[dict[str, Any], int]:
+    """The reply for one capture, and the exit code the one-shot command returns."""
+
+    def progress(phase: str, fraction: float | None) -> None:
+        if emit is not None:
+            emit({"progress": {"phase": phase, "fraction": fraction}})
+
     try:
-        parsed = read_capture(source)
+        parsed = read_capture(source, on_progress=progress)
     except RefusedPickle as err:
-        print(json.dumps({"error": {"kind": "refused", "message": str(err)}}))
-        return 3
+        return {"error": {"kind": "refused", "message": str(err)}}, 3
     except (ValueError, KeyError, TypeError, IndexError, OSError) as err:
-        print(json.dumps({"error": {"kind": "invalid", "message": f"{type(err).__name__}: {err}"}}))
-        return 3
+        return {"error": {"kind": "invalid", "message": f"{type(err).__name__}: {err}"}}, 3
+    progress("indexing", None)
     summary = write_analysis(parsed, folder)
-    print(json.dumps({"ok": True, "allocations": summary["allocations"], "analysis_ms": summary["analysis_ms"]}))
+    return {"ok": True, "allocations": summary["allocations"], "analysis_ms": summary["analysis_ms"]}, 0
+
+
+def warm_up() -> dict[str, Any]:
+    """Load (or compile, the first time on this machine) the scanner on a tiny snapshot."""
+    t0 = time.perf_counter()
+    try:
+        from gpudojo.memory import snapshot_scan  # noqa: F401
+    except ImportError as err:
+        return {"scanner": False, "reason": f"numba is not installed ({err}): snapshots are unpickled"}
+    trace = [{"action": "alloc", "addr": 1, "size": 8, "time_us": 1, "frames": [{"filename": "a.py", "line": 1}]}]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "warm.pickle"
+        path.write_bytes(pickle.dumps({"segments": [], "device_traces": [trace]}))
+        read_capture(path)
+    return {"scanner": True, "warm_ms": (time.perf_counter() - t0) * 1000}
+
+
+def serve() -> int:
+    out = sys.stdout
+
+    def emit(message: dict[str, Any]) -> None:
+        out.write(json.dumps(message) + "\n")
+        out.flush()
+
+    sys.stdout = sys.stderr  # anything else printed goes to the log, not the protocol
+    emit({"ready": True, **warm_up()})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        reply, _ = analyse(Path(request["source"]), Path(request["folder"]), emit)
+        emit(reply)
     return 0
+
+
+def main() -> int:
+    if sys.argv[1:] == ["--serve"]:
+        return serve()
+    reply, code = analyse(Path(sys.argv[1]), Path(sys.argv[2]))
+    print(json.dumps(reply))
+    return code
 
 
 if __name__ == "__main__":

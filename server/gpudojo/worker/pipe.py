@@ -1,0 +1,131 @@
+"""The server's side of a warm worker: one long-lived ``python -m MODULE`` child in its own
+session, JSON lines over pipes, replaced when it hangs or dies.
+
+The compile worker and the memory-analysis worker both speak it: the child prints one
+line when it is ready, then answers each request line with one reply line, optionally
+preceded by progress lines (``{"progress": ...}``), which are handed to a callback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+class WorkerFailure(RuntimeError):
+    """The worker hung (kind "timeout"), died ("crashed") or could not start."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the child's whole session (it was started in its own)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+
+
+class WarmWorker:
+    """One warm ``python -m MODULE`` process; ``name`` is how errors call it ("compiler")."""
+
+    def __init__(
+        self,
+        module: str,
+        log_path: Path,
+        python: str = sys.executable,
+        *,
+        name: str = "worker",
+        failure: type[WorkerFailure] = WorkerFailure,
+        args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.module = module
+        self.log_path = log_path
+        self.python = python
+        self.name = name
+        self.failure = failure
+        self.args = args
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        self.info: dict[str, Any] = {}
+        self._buffer = b""
+
+    def start(self, timeout_s: float) -> dict[str, Any]:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [self.python, "-m", self.module, *self.args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+                env=self.env,
+            )
+        self._buffer = b""
+        self.info = self._read_line(timeout_s)
+        return self.info
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def call(
+        self,
+        message: dict[str, Any],
+        timeout_s: float,
+        on_progress: Callable[[Any], None] | None = None,
+    ) -> dict[str, Any]:
+        """Send one request and return its reply; progress lines go to ``on_progress``."""
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError as err:
+            raise self.failure("crashed", f"The {self.name} process had stopped; it has been restarted.") from err
+        deadline = time.monotonic() + timeout_s
+        while True:
+            reply = self._read_line(deadline - time.monotonic(), timeout_s)
+            if "progress" not in reply:
+                return reply
+            if on_progress is not None:
+                on_progress(reply["progress"])
+
+    def _read_line(self, left_s: float, timeout_s: float | None = None) -> dict[str, Any]:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + left_s
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    self.stop()
+                    limit = timeout_s if timeout_s is not None else left_s
+                    raise self.failure("timeout", f"The {self.name} took longer than {limit:g} s and was stopped.")
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    code = self.proc.wait()
+                    self.proc = None
+                    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+                    raise self.failure("crashed", f"The {self.name} process died ({how}); it has been restarted.")
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return json.loads(line)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            kill_group(self.proc)
+            self.proc = None
