@@ -21,7 +21,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 TS_SOURCES := $(shell find extension -type f 2>/dev/null) package.json tsconfig.json
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test setup lint test-python test-js test-ui test-wheel bench clean
+.PHONY: lab test setup lint test-python test-js test-ui test-wheel bench clean gpu-check gpu-check-import gpu-wheels
 
 lab: setup
 	@echo "Starting JupyterLab with gpudojo on http://$(HOST):$(PORT)/lab (Ctrl-C stops it)"
@@ -96,6 +96,23 @@ test-wheel: setup
 
 bench: setup
 	cd bench && $(BIN)/python bench_start.py && $(BIN)/python bench_devices.py && $(BIN)/python bench_telemetry.py && $(BIN)/python bench_compile.py && $(BIN)/python bench_runs.py
+
+# --- GPU proof (bench/GPU_CHECK.md) ----------------------------------------------------------
+# `make gpu-check` runs on the GPU machine without this Makefile's venv (python3 there has torch),
+# so it does not depend on setup; here it uses the venv and rehearses (no GPU: CPU parts only).
+GPU_CHECK_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
+DIR ?= $(OUT)
+
+gpu-check:
+	@test -n "$(DIR)" || { echo "make gpu-check: give DIR=folder for the results (or set OUT)"; exit 2; }
+	$(GPU_CHECK_PYTHON) bench/gpu_check.py --out "$(DIR)"
+
+gpu-check-import: setup
+	@test -n "$(DIR)" || { echo "make gpu-check-import: give DIR=folder that make gpu-check wrote"; exit 2; }
+	$(BIN)/python bench/gpu_check_import.py "$(DIR)"
+
+gpu-wheels: setup
+	$(BIN)/python bench/gpu_check_wheels.py
 
 clean:
 	rm -rf $(STAMP) lib server/gpudojo/labextension tsconfig.tsbuildinfo dist test-results
