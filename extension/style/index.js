@@ -3,3 +3,4 @@ import './base.css';
 import './kernels.css';
 import './runs.css';
 import './memory.css';
+import './course.css';

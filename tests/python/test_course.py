@@ -54,6 +54,8 @@ tags: [needs-gpu]
 gpudojo:
   expected_output: "cuda:0"
   expected_on: NVIDIA H100 80GB HBM3
+  expected_kind: captured
+  expected_source: "a test fixture"
 ---
 print(torch.device("cuda:0"))
 ```
@@ -146,6 +148,7 @@ async def test_lesson_has_cells_contents_and_a_quiz_without_answers(jp_fetch):
     assert code[0]["source"] == "print(1 + 1)" and not code[0]["needs_gpu"]
     assert code[1]["needs_gpu"] and code[1]["expected_output"] == "cuda:0"
     assert code[1]["expected_on"] == "NVIDIA H100 80GB HBM3"
+    assert (code[1]["expected_kind"], code[1]["gpus"]) == ("captured", 1)
     assert [t["title"] for t in doc["toc"]] == ["First steps", "Counting", "On a GPU"]
     assert [q["id"] for q in doc["quiz"]] == ["sum", "evens"]
     assert "correct" not in json.dumps(doc["quiz"]) and "why" not in json.dumps(doc["quiz"])
@@ -223,7 +226,7 @@ async def test_open_as_notebook_copies_into_the_workspace_and_never_touches_cont
     assert "".join(code[0]["source"]) == "print(1 + 1)"
     assert "needs-gpu" in code[1]["metadata"]["tags"]
     note = nb["cells"][nb["cells"].index(code[1]) + 1]
-    assert note["cell_type"] == "markdown" and "Expected output on NVIDIA H100 80GB HBM3" in "".join(note["source"])
+    assert note["cell_type"] == "markdown" and "Output captured on NVIDIA H100 80GB HBM3" in "".join(note["source"])
     # The learner edits the copy; opening again keeps the edits unless asked to start over.
     (Path(jp_root_dir) / copy["path"]).write_text(json.dumps({**nb, "metadata": {**nb["metadata"], "mine": 1}}))
     again = await _post(jp_fetch, "lessons", "first", "notebook", body={})

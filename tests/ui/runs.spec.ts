@@ -16,12 +16,14 @@ async function openRunForm(page: Page): Promise<Locator> {
   return form;
 }
 
-/** Press Start and return the run view the form opened (the id is in the form's message). */
+/** Press Start and return the run view the form opened (the form closes: the view's tab has the id). */
 async function startRun(page: Page, form: Locator): Promise<{ id: string; view: Locator }> {
   await form.locator('.gpudojo-run-start').click();
-  const message = form.locator('.gpudojo-run-form-message');
-  await expect(message).toHaveText(/Started run \S+\./, { timeout: 30_000 });
-  const id = /Started run (\S+)\./.exec((await message.textContent()) ?? '')![1];
+  await expect(form).toHaveCount(0, { timeout: 30_000 });
+  const shown = page.locator('.gpudojo-run-view:visible');
+  await expect(shown).toBeVisible();
+  const tab = await shown.evaluate(node => node.closest('[id^="gpudojo-run-"]')?.id ?? '');
+  const id = /^gpudojo-run-(\d{8}-\d{6}-[0-9a-f]{6})$/.exec(tab)![1];
   const view = page.locator(`#gpudojo-run-${id} .gpudojo-run-view`);
   await expect(view).toBeVisible();
   return { id, view };

@@ -10,6 +10,7 @@ import { GpudojoApiError, errorFromResponse } from './errors';
 import { RunStream, RunStreamOptions } from './runStream';
 import { TelemetryStream, TelemetryStreamOptions } from './telemetry';
 import type {
+  Acceptance,
   Analysis,
   AnalysisProgress,
   ArchList,
@@ -26,6 +27,8 @@ import type {
   LessonDoc,
   MemoryDiff,
   MemoryWindow,
+  ModuleTestDoc,
+  ModuleTestGraded,
   NotebookCopy,
   OccupancyReport,
   OccupancyRequest,
@@ -130,6 +133,21 @@ export class GpudojoClient {
     return this._post<NotebookCopy>(`course/lessons/${encodeURIComponent(id)}/notebook`, {
       overwrite
     });
+  }
+
+  /** GET course/module-test: the questions (no answers), this user's last and best scores. */
+  getModuleTest(): Promise<ModuleTestDoc> {
+    return requestAPI<ModuleTestDoc>('course/module-test', { method: 'GET' }, this.serverSettings);
+  }
+
+  /** POST course/module-test: grade an attempt (choice indexes per question id); every attempt is kept. */
+  submitModuleTest(answers: Record<string, number[]>): Promise<ModuleTestGraded> {
+    return this._post<ModuleTestGraded>('course/module-test', { answers });
+  }
+
+  /** GET course/acceptance: the module's acceptance list, ticked from this user's progress. */
+  getAcceptance(): Promise<Acceptance> {
+    return requestAPI<Acceptance>('course/acceptance', { method: 'GET' }, this.serverSettings);
   }
 
   /** GET kernels/archs: the architectures this server compiles for, and which compilers it has. */

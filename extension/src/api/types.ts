@@ -209,6 +209,8 @@ export interface CourseItemMeta {
 
 export interface CatalogItem extends CourseItemMeta {
   kind: CourseKind;
+  /** A lab's launcher ('python' or 'torchrun'); null for lessons and exercises. */
+  launcher?: string | null;
   progress: ProgressEntry;
 }
 
@@ -218,6 +220,74 @@ export interface Catalog {
   labs: CatalogItem[];
   exercises: CatalogItem[];
   problems: CourseProblem[];
+  /** GPUs a run can use on this machine (0: labs take their CPU path). */
+  gpus?: number;
+  /** The module test's scores; null when the course has none. */
+  module_test?: ModuleTestScores | null;
+}
+
+/** One graded attempt at the module test. */
+export interface ModuleTestAttempt {
+  score: number;
+  total: number;
+  /** Unix time (s). */
+  at: number;
+}
+
+/** The module test as the Course section shows it: size, pass mark, last and best attempt. */
+export interface ModuleTestScores {
+  title: string;
+  questions: number;
+  /** Right answers needed to pass. */
+  pass_score: number;
+  attempts: number;
+  last?: ModuleTestAttempt | null;
+  best?: ModuleTestAttempt | null;
+  /** The best attempt reached the pass score. */
+  passed: boolean;
+}
+
+/** GET course/module-test: questions without answers, scores, the last graded attempt. */
+export interface ModuleTestDoc {
+  title: string;
+  questions: QuizQuestionPublic[];
+  scores: ModuleTestScores;
+  last_result?: QuizResult | null;
+}
+
+/** POST course/module-test's answer. */
+export interface ModuleTestGraded {
+  result: QuizResult;
+  scores: ModuleTestScores;
+}
+
+export type AcceptanceRequirementKind = CourseKind | 'module-test';
+
+export interface AcceptanceRequirement {
+  kind: AcceptanceRequirementKind;
+  id?: string | null;
+  title: string;
+  /** False when the item is not in the course yet: it does not count. */
+  available: boolean;
+  done: boolean;
+  /** What done means, or why it is not available. */
+  detail: string;
+}
+
+export interface AcceptanceItem {
+  id: string;
+  text: string;
+  requires: AcceptanceRequirement[];
+  /** Every available requirement is done, and at least one is available. */
+  done: boolean;
+  available: number;
+  completed: number;
+}
+
+/** GET course/acceptance: what a learner can do at the end, ticked from their progress. */
+export interface Acceptance {
+  items: AcceptanceItem[];
+  problems?: CourseProblem[];
 }
 
 /** The `gpudojo:` block of a lesson's front matter. */
@@ -233,8 +303,14 @@ export interface LessonCell {
   needs_gpu: boolean;
   /** What the cell printed on a real GPU, for machines without one. */
   expected_output?: string | null;
-  /** The GPU that printed expected_output, e.g. 'NVIDIA H100 80GB HBM3'. */
+  /** The GPU the expected output is for, e.g. 'NVIDIA H100 80GB HBM3'. */
   expected_on?: string | null;
+  /** GPUs the cell needs (needs_gpu cells; 1 when absent). */
+  gpus?: number;
+  /** written: composed from datasheets and docs, no GPU ran it; captured: printed by a real GPU. */
+  expected_kind?: 'written' | 'captured' | null;
+  /** The datasheet or doc a written expected output comes from. */
+  expected_source?: string | null;
 }
 
 export interface TocEntry {

@@ -5,6 +5,7 @@ import type {
   CatalogItem,
   CourseKind,
   CourseNeeds,
+  ModuleTestScores,
   ProgressStatus
 } from '../api/types';
 
@@ -89,4 +90,115 @@ export function formatMinutes(minutes: number): string {
     return '';
   }
   return `${Math.round(minutes)} min`;
+}
+
+/** What runs an item on this machine, as the Course section says it. */
+export interface RunsHere {
+  /** e.g. 'runs here (CPU, gloo)', 'runs here (2 GPUs, NCCL)', 'GPU only'. */
+  text: string;
+  /** What the item needs, what this machine has, and the CPU path when it is taken. */
+  tooltip: string;
+  /** Where it runs here: on GPUs, on the CPU, or not at all. */
+  where: 'gpu' | 'cpu' | 'none';
+}
+
+/**
+ * What an item runs on here, from what it needs, its CPU path and launcher,
+ * and `gpus`, the GPUs a run can use on this machine (the catalog's count: a
+ * replayed recording has none). A lab with a CPU path never reads "GPU" on a
+ * machine without one.
+ */
+export function runsHere(
+  item: Pick<CatalogItem, 'needs' | 'cpu_path' | 'launcher'>,
+  gpus: number
+): RunsHere {
+  const torchrun = item.launcher === 'torchrun';
+  const cpuPath = item.cpu_path?.trim() ?? '';
+  const have = gpus === 0 ? 'no GPU' : gpus === 1 ? 'one GPU' : `${gpus} GPUs`;
+  if (item.needs === 'cpu') {
+    return {
+      text: torchrun ? 'runs here (CPU, gloo)' : 'runs here (CPU)',
+      tooltip: torchrun ? 'Runs on the CPU: its processes talk through gloo.' : 'Runs on the CPU.',
+      where: 'cpu'
+    };
+  }
+  const made = item.needs === 'multi-gpu' ? 'Made for several GPUs' : 'Made for a GPU';
+  if (gpus >= 2 || (gpus === 1 && item.needs === 'gpu')) {
+    return {
+      text: torchrun ? `runs here (${gpus === 1 ? 'GPU' : `${gpus} GPUs`}, NCCL)` : 'runs here (GPU)',
+      tooltip: `${made}; this machine has ${have}, and runs use ${torchrun ? 'them, one process per GPU, through NCCL' : 'them'}.`,
+      where: 'gpu'
+    };
+  }
+  if (gpus === 1) {
+    // Several GPUs wanted, one here: torchrun gives each rank a GPU of its own, so one rank runs.
+    return {
+      text: 'runs here (1 GPU)',
+      tooltip: `${made}; this machine has one, so a run uses one process on it.${cpuPath ? ` On a machine without a GPU: ${cpuPath}` : ''}`,
+      where: 'gpu'
+    };
+  }
+  if (cpuPath) {
+    return {
+      text: torchrun ? 'runs here (CPU, gloo)' : 'runs here (CPU)',
+      tooltip: `${made}; this machine has no GPU, so it takes its CPU path: ${cpuPath}`,
+      where: 'cpu'
+    };
+  }
+  return {
+    text: 'GPU only',
+    tooltip: `${made}, and it has no CPU path; this machine has no GPU.`,
+    where: 'none'
+  };
+}
+
+/** The module test's line in the Course section: last and best score, and whether it passed. */
+export function moduleTestSummary(scores: {
+  questions: number;
+  pass_score: number;
+  attempts: number;
+  last?: { score: number; total: number } | null;
+  best?: { score: number; total: number } | null;
+  passed: boolean;
+}): string {
+  if (!scores.attempts || !scores.last || !scores.best) {
+    return `${scores.questions} questions · pass with ${scores.pass_score}`;
+  }
+  const last = `last ${scores.last.score}/${scores.last.total}`;
+  const best = `best ${scores.best.score}/${scores.best.total}`;
+  return `${last} · ${best} · ${scores.passed ? 'passed' : `pass with ${scores.pass_score}`}`;
+}
+
+/** The acceptance list's summary: how many items are ticked, of how many. */
+export function acceptanceSummary(items: Array<{ done: boolean }>): string {
+  const done = items.filter(i => i.done).length;
+  return `${done} of ${items.length} done`;
+}
+
+/** How one requirement of an acceptance item reads: done, to do, or not in the course yet. */
+export function requirementState(req: { available: boolean; done: boolean }): {
+  state: 'done' | 'todo' | 'unavailable';
+  label: string;
+} {
+  if (!req.available) {
+    return { state: 'unavailable', label: 'not available yet' };
+  }
+  return req.done ? { state: 'done', label: 'done' } : { state: 'todo', label: 'to do' };
+}
+
+/** An acceptance item's count, e.g. '2 of 3 done' (requirements not available yet are left out). */
+export function acceptanceItemCount(item: { available: number; completed: number; requires: unknown[] }): string {
+  const missing = item.requires.length - item.available;
+  const base = item.available ? `${item.completed} of ${item.available} done` : 'nothing to do here yet';
+  return missing ? `${base} · ${missing} not available yet` : base;
+}
+
+/** The scores line of the module test, e.g. "Last 18 / 25 · Best 21 / 25 · Passed (20 needed)". */
+export function scoresText(scores: ModuleTestScores): string {
+  if (!scores.attempts || !scores.last || !scores.best) {
+    return `${scores.questions} questions across the eight lessons. Pass with ${scores.pass_score} right; you can retake it as often as you like.`;
+  }
+  const attempts = `${scores.attempts} attempt${scores.attempts === 1 ? '' : 's'}`;
+  const verdict = scores.passed ? `Passed (${scores.pass_score} needed)` : `Not passed yet (${scores.pass_score} needed)`;
+  return `Last ${scores.last.score} / ${scores.last.total} · Best ${scores.best.score} / ${scores.best.total} · ${verdict} · ${attempts}`;
 }

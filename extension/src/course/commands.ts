@@ -3,6 +3,10 @@
 export namespace CourseCommandIds {
   /** Open (or reveal) a lesson; args `{id}`. */
   export const openLesson = 'gpudojo:open-lesson';
+  /** Open (or reveal) the module test. */
+  export const openModuleTest = 'gpudojo:open-module-test';
+  /** Open (or reveal) the acceptance list: what a learner can do at the end, ticked. */
+  export const openAcceptance = 'gpudojo:open-acceptance';
   /** Reload the catalog and progress from the server. */
   export const refreshCourse = 'gpudojo:refresh-course';
 }

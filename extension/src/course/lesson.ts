@@ -4,6 +4,7 @@
  * items, the next lesson and the quiz.
  */
 
+import { showErrorMessage } from '@jupyterlab/apputils';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { CommandRegistry } from '@lumino/commands';
 import { Panel, Widget } from '@lumino/widgets';
@@ -20,7 +21,9 @@ import type {
 import { h } from '../dom';
 import { formatMinutes } from './catalog';
 import { CourseCommandIds } from './commands';
+import { expectedOutputLabel } from './expectedOutput';
 import { CourseModel } from './model';
+import { ProductAction, activateProductLinks, markProductLinks } from './productLinks';
 import { QuizView } from './quiz';
 import { openLabKernels, renderNeedsTag } from './section';
 import { HeadingInfo, codeFence, locateTocHeadings, mermaidFences } from './toc';
@@ -151,7 +154,7 @@ export class LessonView extends Panel {
       body.addWidget(
         cell.type === 'code'
           ? this._renderCodeCell(cell, gpu)
-          : this._markdown(mermaidFences(cell.source))
+          : this._markdown(markProductLinks(mermaidFences(cell.source)), true)
       );
     }
     this._body = body;
@@ -244,28 +247,30 @@ export class LessonView extends Panel {
   private _renderCodeCell(cell: LessonCell, gpu: boolean): Widget {
     const box = new Panel();
     box.addClass('gpudojo-lesson-code');
+    const gpus = cell.gpus ?? 1;
     if (cell.needs_gpu) {
       box.addClass('gpudojo-mod-needs-gpu');
       box.addWidget(
         new Widget({
           node: h('span', {
             className: 'gpudojo-needs gpudojo-needs-gpu gpudojo-cell-tag',
-            text: 'Needs a GPU'
+            text: gpus > 1 ? `Needs ${gpus} GPUs` : 'Needs a GPU'
           })
         })
       );
     }
     box.addWidget(this._markdown(codeFence(cell.source, 'python')));
-    if (cell.needs_gpu && !gpu) {
-      const where = cell.expected_on ? ` on ${cell.expected_on}` : '';
+    // This server's GPU count is not known here: a multi-GPU cell always shows its expected output.
+    if (cell.needs_gpu && (!gpu || gpus > 1)) {
+      const kind = cell.expected_kind ?? 'unknown';
       box.addWidget(
         new Widget({
           node: h(
             'div',
-            { className: 'gpudojo-expected-output' },
+            { className: 'gpudojo-expected-output', attrs: { 'data-kind': kind } },
             h('div', {
               className: 'gpudojo-expected-output-label',
-              text: `Expected output${where} — this cell needs a GPU and was not run here`
+              text: expectedOutputLabel(cell)
             }),
             cell.expected_output
               ? h('pre', { text: cell.expected_output })
@@ -356,13 +361,33 @@ export class LessonView extends Panel {
   }
 
   /** A widget rendering `source` with JupyterLab's markdown renderer (math, code, mermaid). */
-  private _markdown(source: string): Widget {
+  private _markdown(source: string, productLinks = false): Widget {
     const renderer = this._options.rendermime.createRenderer('text/markdown');
     renderer.addClass('gpudojo-lesson-markdown');
     renderer
       .renderModel(new MimeModel({ data: { 'text/markdown': source } }))
+      .then(() => {
+        if (productLinks) {
+          activateProductLinks(renderer.node, action => this._runProductAction(action));
+        }
+      })
       .catch(reason => console.warn('gpudojo: a lesson cell could not be rendered.', reason));
     return renderer;
+  }
+
+  /** Follow a product link: run its command, or say why it cannot run here. */
+  private _runProductAction(action: ProductAction): void {
+    const { commands } = this._options;
+    if (!commands.hasCommand(action.command)) {
+      void showErrorMessage(
+        'This link cannot be followed',
+        `${action.description}: the part of gpudojo that does this (${action.command}) is not loaded.`
+      );
+      return;
+    }
+    commands.execute(action.command, action.args).catch(error => {
+      void showErrorMessage('This link did not work', `${action.description}: ${(error as Error).message ?? error}`);
+    });
   }
 
   private async _openNotebook(button: HTMLButtonElement): Promise<void> {

@@ -7,11 +7,14 @@ import {
 } from '@jupyterlab/application';
 import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
-import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
+import { Widget } from '@lumino/widgets';
 import { GpudojoClient } from '../api/client';
 import { IGpudojoSidebar } from '../sidebar/panel';
 import { CourseCommandIds } from './commands';
+import { AcceptanceView } from './acceptance';
 import { LessonView } from './lesson';
+import { ModuleTestView } from './moduleTest';
 import { CourseModel } from './model';
 import { CourseSection } from './section';
 import { showInMainArea } from '../shell';
@@ -95,6 +98,58 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
       }
     });
 
+    // The module test and the acceptance list: one view each, reopened after a reload.
+    const testViews = new WidgetTracker<MainAreaWidget<ModuleTestView>>({ namespace: 'gpudojo-module-test' });
+    const goalViews = new WidgetTracker<MainAreaWidget<AcceptanceView>>({ namespace: 'gpudojo-acceptance' });
+    const markdown = (source: string) => {
+      const renderer = rendermime.createRenderer('text/markdown');
+      void renderer.renderModel(new MimeModel({ data: { 'text/markdown': source } }));
+      return renderer;
+    };
+    const openModuleView = <T extends Widget>(
+      tracker: WidgetTracker<MainAreaWidget<T>>,
+      id: string,
+      create: () => T
+    ) => {
+      let widget = tracker.find(w => w.id === id) ?? null;
+      if (!widget || widget.isDisposed) {
+        widget = new MainAreaWidget<T>({ content: create() });
+        widget.id = id;
+        widget.addClass('gpudojo-lesson');
+        widget.title.closable = true;
+        void tracker.add(widget);
+      }
+      showInMainArea(app, widget);
+      return widget;
+    };
+
+    app.commands.addCommand(CourseCommandIds.openModuleTest, {
+      label: 'Open the Module Test',
+      caption: '25 questions across the eight lessons, graded with every choice explained; retakes allowed',
+      execute: () =>
+        openModuleView(
+          testViews,
+          'gpudojo-module-test',
+          () =>
+            new ModuleTestView({
+              source: client,
+              createMarkdown: markdown,
+              graded: () => void model.refresh()
+            })
+        )
+    });
+
+    app.commands.addCommand(CourseCommandIds.openAcceptance, {
+      label: 'What You Can Do at the End',
+      caption: 'The module’s acceptance list, ticked from your progress',
+      execute: () =>
+        openModuleView(
+          goalViews,
+          'gpudojo-acceptance',
+          () => new AcceptanceView({ source: client, model, commands: app.commands })
+        )
+    });
+
     app.commands.addCommand(CourseCommandIds.refreshCourse, {
       label: 'Refresh Course',
       caption: 'Reload the lessons and your progress',
@@ -103,6 +158,8 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
 
     if (palette) {
       palette.addItem({ command: CourseCommandIds.refreshCourse, category: PALETTE_CATEGORY });
+      palette.addItem({ command: CourseCommandIds.openModuleTest, category: PALETTE_CATEGORY });
+      palette.addItem({ command: CourseCommandIds.openAcceptance, category: PALETTE_CATEGORY });
     }
     if (restorer) {
       // Reopen the lessons that were open before a reload.
@@ -111,6 +168,8 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
         args: widget => ({ id: widget.content.lessonId }),
         name: widget => widget.content.lessonId
       });
+      void restorer.restore(testViews, { command: CourseCommandIds.openModuleTest, name: () => 'module-test' });
+      void restorer.restore(goalViews, { command: CourseCommandIds.openAcceptance, name: () => 'acceptance' });
     }
     void model.refresh();
   }

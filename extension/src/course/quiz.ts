@@ -16,6 +16,8 @@ export interface QuizViewOptions {
   createMarkdown?: (source: string) => Widget;
   /** A result graded earlier, shown at once. */
   lastResult?: QuizResult | null;
+  /** The heading above the questions ('Quiz' when absent). */
+  heading?: string;
   /** Called after the server graded a submission. */
   graded?: (result: QuizResult) => void;
 }
@@ -51,8 +53,9 @@ export class QuizView extends Panel {
     this._options = options;
     this.state = new QuizState(options.questions);
     this.addClass('gpudojo-quiz');
-    this.node.setAttribute('aria-label', 'Quiz');
-    this.addWidget(new Widget({ node: h('h2', { className: 'gpudojo-quiz-heading', text: 'Quiz' }) }));
+    const heading = options.heading ?? 'Quiz';
+    this.node.setAttribute('aria-label', heading);
+    this.addWidget(new Widget({ node: h('h2', { className: 'gpudojo-quiz-heading', text: heading }) }));
     options.questions.forEach((question, index) => {
       const box = new Panel();
       box.addClass('gpudojo-quiz-question');

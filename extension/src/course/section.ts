@@ -3,9 +3,9 @@
 import { CommandRegistry } from '@lumino/commands';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
-import type { CatalogItem, CourseProblem } from '../api/types';
+import type { CatalogItem, CourseProblem, ModuleTestScores } from '../api/types';
 import { h } from '../dom';
-import { formatMinutes, groupCatalog, needsTag, progressMark } from './catalog';
+import { formatMinutes, groupCatalog, moduleTestSummary, needsTag, progressMark, runsHere } from './catalog';
 import { KernelCommandIds } from '../kernels/commands';
 import { RunCommandIds } from '../runs/commands';
 import { CourseCommandIds } from './commands';
@@ -22,6 +22,20 @@ export function renderNeedsTag(item: Pick<CatalogItem, 'needs' | 'cpu_path'>): H
     text: tag.text,
     title: tag.tooltip,
     attrs: { 'aria-label': tag.tooltip }
+  });
+}
+
+/** What runs an item on this machine: "runs here (CPU, gloo)", "GPU only"; the tooltip has the CPU path. */
+export function renderRunsHere(
+  item: Pick<CatalogItem, 'needs' | 'cpu_path' | 'launcher'>,
+  gpus: number
+): HTMLElement {
+  const here = runsHere(item, gpus);
+  return h('span', {
+    className: `gpudojo-runs-here gpudojo-mod-${here.where}`,
+    text: here.text,
+    title: here.tooltip,
+    attrs: { 'aria-label': `${here.text}. ${here.tooltip}`, 'data-where': here.where }
   });
 }
 
@@ -138,10 +152,11 @@ export class CourseSection extends Widget {
     if (catalog.problems.length) {
       node.appendChild(renderProblems(catalog.problems));
     }
+    const gpus = catalog.gpus ?? 0;
     for (const group of groupCatalog(catalog)) {
       const list = h('ul', { className: 'gpudojo-course-list', attrs: { role: 'list' } });
       for (const item of group.items) {
-        list.appendChild(this._renderItem(item));
+        list.appendChild(this._renderItem(item, gpus));
       }
       node.appendChild(
         h(
@@ -154,11 +169,69 @@ export class CourseSection extends Widget {
         )
       );
     }
+    node.appendChild(this._renderModuleGroup(catalog.module_test ?? null));
   }
 
-  private _renderItem(item: CatalogItem): HTMLElement {
+  /** The end of the course: the module test with its scores, and what a learner can do at the end. */
+  private _renderModuleGroup(test: ModuleTestScores | null): HTMLElement {
+    const list = h('ul', { className: 'gpudojo-course-list', attrs: { role: 'list' } });
+    if (test) {
+      const status = test.passed ? 'completed' : test.attempts ? 'in_progress' : 'not_started';
+      const row = h(
+        'li',
+        { className: 'gpudojo-course-item', attrs: { 'data-kind': 'module-test', 'data-status': status } },
+        h('span', { className: 'gpudojo-course-order', text: '' }),
+        h(
+          'div',
+          { className: 'gpudojo-course-body' },
+          h('span', { className: 'gpudojo-course-title', text: test.title }),
+          h(
+            'div',
+            { className: 'gpudojo-course-meta' },
+            h('span', { className: 'gpudojo-course-score', text: moduleTestSummary(test) })
+          )
+        ),
+        renderProgressMark(status)
+      );
+      makeClickable(row, () => void this._commands.execute(CourseCommandIds.openModuleTest));
+      list.appendChild(row);
+    }
+    const goals = h(
+      'li',
+      { className: 'gpudojo-course-item', attrs: { 'data-kind': 'acceptance' } },
+      h('span', { className: 'gpudojo-course-order', text: '' }),
+      h(
+        'div',
+        { className: 'gpudojo-course-body' },
+        h('span', { className: 'gpudojo-course-title', text: 'What you can do at the end' }),
+        h(
+          'div',
+          { className: 'gpudojo-course-meta' },
+          h('span', { className: 'gpudojo-course-note', text: 'the module’s acceptance list, ticked from your progress' })
+        )
+      )
+    );
+    makeClickable(goals, () => void this._commands.execute(CourseCommandIds.openAcceptance));
+    list.appendChild(goals);
+    return h(
+      'div',
+      { className: 'gpudojo-course-group', attrs: { 'data-kind': 'module' } },
+      h('div', { className: 'gpudojo-subheading', text: 'Module' }),
+      list
+    );
+  }
+
+  private _renderItem(item: CatalogItem, gpus: number): HTMLElement {
     const status = item.progress?.status ?? 'not_started';
     const minutes = formatMinutes(item.minutes);
+    // Labs always say what runs them here; other items only when they need a GPU.
+    const where = item.kind === 'lab' || item.needs !== 'cpu' ? renderRunsHere(item, gpus) : null;
+    const meta = [
+      where,
+      minutes ? h('span', { className: 'gpudojo-course-minutes', text: minutes }) : null,
+      // Under the title, not beside it: the title keeps the row's width.
+      item.kind === 'lab' ? renderRunButton(this._commands, item) : null
+    ];
     const row = h(
       'li',
       {
@@ -166,10 +239,12 @@ export class CourseSection extends Widget {
         attrs: { 'data-kind': item.kind, 'data-id': item.id, 'data-status': status }
       },
       h('span', { className: 'gpudojo-course-order', text: String(item.order) }),
-      h('span', { className: 'gpudojo-course-title', text: item.title, title: item.title }),
-      renderNeedsTag(item),
-      minutes ? h('span', { className: 'gpudojo-course-minutes', text: minutes }) : null,
-      item.kind === 'lab' ? renderRunButton(this._commands, item) : null,
+      h(
+        'div',
+        { className: 'gpudojo-course-body' },
+        h('span', { className: 'gpudojo-course-title', text: item.title }),
+        h('div', { className: 'gpudojo-course-meta' }, ...meta)
+      ),
       renderProgressMark(status)
     );
     if (item.kind === 'lesson') {

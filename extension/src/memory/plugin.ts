@@ -11,8 +11,13 @@ import { Token } from '@lumino/coreutils';
 import { GpudojoClient } from '../api/client';
 import type { Analysis, Capture } from '../api/types';
 import { showInMainArea } from '../shell';
-import { MemoryCommandIds, isSnapshotFile, memoryViewId, readCaptureId } from './commands';
+import { Widget } from '@lumino/widgets';
+import { h } from '../dom';
+import { gpudojoIcon } from '../icons';
+import { MemoryCommandIds, isSnapshotFile, memoryViewId, newestCapture, readCaptureId, readEstimator } from './commands';
+import { EstimatorView } from './estimatorView';
 import { MemoryView } from './memoryView';
+import { categoryColor, readMemoryPalette } from './palette';
 import { RunMemorySection } from './runMemory';
 
 /** What the run view asks of the memory feature. */
@@ -85,11 +90,62 @@ export const memoryPlugin: JupyterFrontEndPlugin<IMemoryViewer> = {
         return capture ? `Open Memory Timeline of ${capture.replace(/^(file|run):/, '')}` : 'Open Memory Timeline';
       },
       caption: "A capture's memory over time: allocations, peak, OOMs, diffs and the estimator",
-      execute: args => {
-        const capture = readCaptureId(args);
-        return capture ? open(capture) : undefined;
+      execute: async args => {
+        const estimator = readEstimator(args);
+        let capture = readCaptureId(args);
+        if (!capture) {
+          // A lesson's link names no capture: the newest one the user recorded.
+          capture = (await newestCapture(client).catch(() => null))?.id ?? null;
+        }
+        if (capture) {
+          const widget = open(capture);
+          if (estimator) {
+            revealEstimator(widget.content);
+          }
+          return widget;
+        }
+        if (estimator) {
+          return openEstimator();
+        }
+        void showErrorMessage(
+          'No memory capture yet',
+          'Your runs have not recorded memory. Run a lab with "Record memory" ticked (lab-06-memory is made for it), then follow this link again.'
+        );
       }
     });
+
+    /** The estimator on its own, for a learner with no capture yet. */
+    const openEstimator = (): MainAreaWidget<Widget> => {
+      const existing = Array.from(app.shell.widgets('main')).find(w => w.id === ESTIMATOR_ID);
+      if (existing instanceof MainAreaWidget && !existing.isDisposed) {
+        showInMainArea(app, existing);
+        return existing;
+      }
+      const content = new Widget();
+      content.addClass('gpudojo-memory-view');
+      content.addClass('gpudojo-estimator-only');
+      const palette = readMemoryPalette(document.body);
+      const view = new EstimatorView({
+        context: null,
+        measuredPeakBytes: null,
+        estimate: request => client.estimateMemory(request),
+        colorOf: c => categoryColor(palette, c)
+      });
+      content.node.append(
+        h('p', {
+          className: 'gpudojo-memory-muted',
+          text: 'No memory capture of yours yet, so there is no measured peak to set the estimate against. Record one by running a lab with "Record memory" ticked.'
+        }),
+        view.node
+      );
+      const widget = new MainAreaWidget({ content });
+      widget.id = ESTIMATOR_ID;
+      widget.title.label = 'Memory estimator';
+      widget.title.icon = gpudojoIcon;
+      widget.title.closable = true;
+      showInMainArea(app, widget);
+      return widget;
+    };
 
     app.commands.addCommand(MemoryCommandIds.openMemoryFile, {
       label: 'Open memory timeline',
@@ -140,6 +196,29 @@ export const memoryPlugin: JupyterFrontEndPlugin<IMemoryViewer> = {
     };
   }
 };
+
+/** The DOM id of the estimator opened without a capture. */
+const ESTIMATOR_ID = 'gpudojo-memory-estimator';
+
+/** Scroll a memory view's estimator into view once the view has drawn it (given up after a minute). */
+function revealEstimator(view: MemoryView): void {
+  const find = () => view.node.querySelector<HTMLElement>('.gpudojo-estimator');
+  const reveal = (node: HTMLElement) => requestAnimationFrame(() => node.scrollIntoView({ block: 'start' }));
+  const now = find();
+  if (now) {
+    reveal(now);
+    return;
+  }
+  const observer = new MutationObserver(() => {
+    const node = find();
+    if (node) {
+      observer.disconnect();
+      reveal(node);
+    }
+  });
+  observer.observe(view.node, { childList: true, subtree: true });
+  setTimeout(() => observer.disconnect(), 60_000);
+}
 
 /** The path of the snapshot file selected in the file browser, or null. */
 function selectedSnapshot(browsers: IFileBrowserFactory | null): string | null {

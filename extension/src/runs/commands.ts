@@ -4,7 +4,10 @@ import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import type { ParamValue } from '../api/types';
 
 export namespace RunCommandIds {
-  /** Open a lab's run form; args `{lab, params?}` (params preset the fields). */
+  /**
+   * Open a lab's run form; args `{lab, params?, sweep?}`: params preset the fields,
+   * sweep `{param, values}` ticks Sweep with that parameter and those values.
+   */
   export const runLab = 'gpudojo:run-lab';
   /** Open (or reveal) a run's view; args `{id}`. */
   export const openRun = 'gpudojo:open-run';
@@ -48,6 +51,29 @@ export function readParams(args: ReadonlyPartialJSONObject): Record<string, Para
     }
   }
   return out;
+}
+
+/** A sweep to preset in the run form: a parameter and the values to run, as the user would type them. */
+export interface SweepPreset {
+  param: string;
+  values: string[];
+}
+
+/** The `sweep` argument ({param, values}), or null when absent or malformed (the form checks the values). */
+export function readSweep(args: ReadonlyPartialJSONObject): SweepPreset | null {
+  const raw = args.sweep;
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
+    return null;
+  }
+  const { param, values } = raw as { param?: unknown; values?: unknown };
+  if (typeof param !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(param) || !Array.isArray(values)) {
+    return null;
+  }
+  const kept = values
+    .filter(v => typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v)))
+    .map(v => String(v).trim())
+    .filter(v => v.length > 0 && v.length <= 32);
+  return kept.length && kept.length === values.length ? { param, values: kept.slice(0, 64) } : null;
 }
 
 /** The DOM id of a run's view. */

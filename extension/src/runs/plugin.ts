@@ -12,7 +12,17 @@ import type { LabRunRequest, Run, StartRunRequest } from '../api/types';
 import { IMemoryViewer } from '../memory/plugin';
 import { IGpudojoSidebar } from '../sidebar/panel';
 import { showInMainArea } from '../shell';
-import { RunCommandIds, readGroupId, readLabId, readParams, readRunId, runFormId, runViewId, sweepViewId } from './commands';
+import {
+  RunCommandIds,
+  readGroupId,
+  readLabId,
+  readParams,
+  readRunId,
+  readSweep,
+  runFormId,
+  runViewId,
+  sweepViewId
+} from './commands';
 import { LabCatalog } from './labCatalog';
 import { rerunRequest } from './requests';
 import { RunForm } from './runForm';
@@ -62,10 +72,11 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
       const created = (await client.startRun(request)).runs;
       void listModel.refresh();
       const group = created[0]?.group;
+      // Resolves once the view is shown, so the form that started it can close behind it.
       if (group && created.length > 1) {
-        void app.commands.execute(RunCommandIds.openSweep, { group });
+        await app.commands.execute(RunCommandIds.openSweep, { group }).catch(showFailure);
       } else if (created[0]) {
-        void app.commands.execute(RunCommandIds.openRun, { id: created[0].id });
+        await app.commands.execute(RunCommandIds.openRun, { id: created[0].id }).catch(showFailure);
       }
       return created;
     };
@@ -92,12 +103,23 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
           void showErrorMessage('This lab cannot run', `${id}: ${why}`);
           return;
         }
+        const params = readParams(args);
+        const sweep = readSweep(args);
         let widget = forms.get(id);
+        if (widget && !widget.isDisposed && (sweep || Object.keys(params).length)) {
+          widget.close(); // asked with other presets (a lesson's link): a fresh form shows them
+        }
         if (!widget || widget.isDisposed) {
           const content = new RunForm({
             lab,
-            params: readParams(args),
-            start: (request: LabRunRequest) => start(request)
+            params,
+            sweep,
+            start: async (request: LabRunRequest) => {
+              const created = await start(request);
+              // The run's (or sweep's) view is open now: the form does not stay behind as a second tab.
+              forms.get(id)?.close();
+              return created;
+            }
           });
           widget = new MainAreaWidget({ content });
           widget.id = runFormId(id);
@@ -255,6 +277,11 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
     }
   }
 };
+
+/** The runs were created but their view did not open: they are in the Runs list all the same. */
+function showFailure(error: unknown): void {
+  console.warn('gpudojo: the new run’s view could not be opened.', error);
+}
 
 /** The path of the .py file selected in the file browser, or null. */
 function selectedPythonFile(browsers: IFileBrowserFactory | null): string | null {

@@ -9,6 +9,7 @@ import { Widget } from '@lumino/widgets';
 import { GpudojoApiError } from '../api/errors';
 import type { LabRunRequest, LabSummary, ParamSpec, ParamValue, Run } from '../api/types';
 import { h } from '../dom';
+import type { SweepPreset } from './commands';
 import {
   RawValues,
   SWEEP_FIELD,
@@ -24,6 +25,8 @@ export interface RunFormOptions {
   lab: LabSummary;
   /** Preset values (from the command's args or a run to repeat); defaults elsewhere. */
   params?: Record<string, ParamValue>;
+  /** Tick Sweep at first, over this parameter and these values (a lesson's link). */
+  sweep?: SweepPreset | null;
   /** Tick "Record memory" at first (e.g. when repeating a run that recorded). */
   recordMemory?: boolean;
   /** Send the request; resolves with the runs the server created. */
@@ -55,7 +58,10 @@ export class RunForm extends Widget {
     this._raw = initialValues(this.lab, options.params);
     const sweepable = this.lab.parameters;
     const preferred = sweepable.find(p => p.name === 'nproc') ?? sweepable[0] ?? null;
-    this._sweep = { enabled: false, param: preferred?.name ?? '', text: '' };
+    const preset = options.sweep && sweepable.some(p => p.name === options.sweep?.param) ? options.sweep : null;
+    this._sweep = preset
+      ? { enabled: true, param: preset.param, text: preset.values.join(', ') }
+      : { enabled: false, param: preferred?.name ?? '', text: '' };
     this._build(sweepable);
     this._refreshSweep();
   }
@@ -224,6 +230,8 @@ export class RunForm extends Widget {
       className: 'jp-mod-styled',
       attrs: { name: 'sweep-values', type: 'text', placeholder: 'e.g. 1, 2, 4', 'aria-label': 'Values to sweep' }
     });
+    enabled.checked = this._sweep.enabled;
+    values.value = this._sweep.text;
     enabled.addEventListener('change', () => {
       this._sweep.enabled = enabled.checked;
       this._refreshSweep();

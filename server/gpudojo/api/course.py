@@ -1,4 +1,5 @@
-"""The course routes: catalog, lessons, quiz answers, progress, open as notebook."""
+"""The course routes: catalog, lessons, quiz answers, progress, open as notebook, the module
+test and the acceptance list."""
 
 from __future__ import annotations
 
@@ -41,7 +42,11 @@ class CatalogHandler(CourseHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        self.write_model(await self.call(lambda c, u: c.catalog(u), self.user_name))
+        try:
+            gpus = await self.services.gpu_count()  # what the labs run on here, as the run service decides
+        except Exception:  # a failing probe must not hide the course: the labs then read as CPU
+            gpus = 0
+        self.write_model(await self.call(lambda c, u: c.catalog(u, gpus), self.user_name))
 
 
 class LessonHandler(CourseHandler):
@@ -94,3 +99,43 @@ class NotebookHandler(CourseHandler):
         body = self.parse_body(models.NotebookRequest)
         copy = await self.call(lambda c, u, i: c.open_notebook(u, i, body.overwrite), self.user_name, lesson_id)
         self.write_model(copy)
+
+
+class ModuleTestHandler(CourseHandler):
+    api_doc = {
+        "get": {
+            "summary": "The module test: questions (no answers), your last and best scores",
+            "response": "ModuleTestDoc",
+        },
+        "post": {
+            "summary": "Grade an attempt at the module test (every choice explained); retakes are kept",
+            "request": "QuizAnswers",
+            "response": "ModuleTestGraded",
+        },
+    }
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.write_model(await self.call(lambda c, u: c.module_test(u), self.user_name))
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        models = _models()
+        body = self.parse_body(models.QuizAnswers)
+        self.write_model(await self.call(lambda c, u: c.answer_module_test(u, body.answers), self.user_name))
+
+
+class AcceptanceHandler(CourseHandler):
+    api_doc = {
+        "get": {
+            "summary": "What you can do at the end: the acceptance list, ticked from your progress",
+            "response": "Acceptance",
+        }
+    }
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.write_model(await self.call(lambda c, u: c.acceptance(u), self.user_name))

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from .course import LESSON_ID, CatalogHandler, LessonHandler, NotebookHandler, ProgressHandler, QuizHandler
+from .course import (
+    LESSON_ID,
+    AcceptanceHandler,
+    CatalogHandler,
+    LessonHandler,
+    ModuleTestHandler,
+    NotebookHandler,
+    ProgressHandler,
+    QuizHandler,
+)
 from .gpu import DevicesHandler, TelemetryHandler
 from .kernels import ArchsHandler, CompileHandler, ExamplesHandler, OccupancyHandler, RunHandler
 from .memory import (
@@ -37,6 +46,8 @@ ROUTES: list[tuple[str, type]] = [
     (f"course/lessons/{LESSON_ID}/quiz", QuizHandler),
     (f"course/lessons/{LESSON_ID}/notebook", NotebookHandler),
     ("course/progress", ProgressHandler),
+    ("course/module-test", ModuleTestHandler),
+    ("course/acceptance", AcceptanceHandler),
     ("kernels/archs", ArchsHandler),
     ("kernels/examples", ExamplesHandler),
     ("kernels/compile", CompileHandler),

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from .models import ItemMeta, LessonCell, LessonMeta, Problem, Quiz, TocEntry
+from .models import GpuCellMeta, ItemMeta, LessonCell, LessonMeta, Problem, Quiz, TocEntry
 
 GPU_TAG = "needs-gpu"
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
@@ -88,11 +88,15 @@ def load_lesson(path: Path) -> tuple[Lesson | None, list[Problem]]:
     except ValidationError as err:
         return None, _problems(path, err, "gpudojo.")
     lesson = Lesson(meta=meta, path=path)
-    problems: list[Problem] = []
+    try:
+        problems = lesson_cell_problems(path)
+    except Exception as err:  # jupytext could not read the body: the lesson cannot be shown
+        return None, [Problem(file=str(path), field="cells", message=f"cannot read the cells: {err}")]
     quiz_path = path.with_suffix(".quiz.toml")
     if quiz_path.exists():
-        quiz, problems = load_toml(quiz_path, Quiz)
+        quiz, quiz_problems = load_toml(quiz_path, Quiz)
         lesson.quiz = quiz  # type: ignore[assignment]
+        problems += quiz_problems
         if quiz is not None:
             problems += _quiz_problems(quiz_path, quiz)
     return lesson, problems
@@ -150,30 +154,66 @@ def load_catalog(content_root: Path, labs_root: Path) -> CatalogData:
 
 def lesson_cells(path: Path) -> list[LessonCell]:
     """The lesson's cells as jupytext reads them (markdown, and code with GPU tags)."""
+    return list(_parsed_cells(path)[0])
+
+
+def lesson_cell_problems(path: Path) -> list[Problem]:
+    """What is wrong in the lesson's GPU cells' `gpudojo:` blocks (file and field named)."""
+    return list(_parsed_cells(path)[1])
+
+
+def _parsed_cells(path: Path) -> tuple[tuple[LessonCell, ...], tuple[Problem, ...]]:
     st = path.stat()
-    return list(_lesson_cells(path, st.st_mtime_ns, st.st_size))
+    return _lesson_cells(path, st.st_mtime_ns, st.st_size)
 
 
 @functools.lru_cache(maxsize=64)
-def _lesson_cells(path: Path, mtime_ns: int, size: int) -> tuple[LessonCell, ...]:
+def _lesson_cells(path: Path, mtime_ns: int, size: int) -> tuple[tuple[LessonCell, ...], tuple[Problem, ...]]:
     # Keyed by the file's version, so an edited lesson is parsed again and nothing stale is served.
     import jupytext
 
     nb = jupytext.read(path, fmt="md:myst")
-    cells = []
-    for cell in nb.cells:
+    cells: list[LessonCell] = []
+    problems: list[Problem] = []
+    for i, cell in enumerate(nb.cells):
         meta = cell.get("metadata", {})
-        extra = meta.get("gpudojo", {}) if isinstance(meta.get("gpudojo"), dict) else {}
+        raw = meta.get("gpudojo")
+        extra = raw if isinstance(raw, dict) else {}
+        needs_gpu = cell.cell_type == "code" and GPU_TAG in (meta.get("tags") or [])
+        gpu: GpuCellMeta | None = None
+        if needs_gpu:
+            try:
+                gpu = GpuCellMeta.model_validate(raw if raw is not None else {})
+            except ValidationError as err:
+                first = next((line for line in cell.source.splitlines() if line.strip()), "")[:60]
+                problems += [
+                    p.model_copy(update={"message": f"{p.message} (GPU cell starting {first!r})"})
+                    for p in _problems(path, err, f"cells.{i}.gpudojo.")
+                ]
+        fields = gpu.model_dump() if gpu is not None else _lenient(extra)
         cells.append(
             LessonCell(
                 type="code" if cell.cell_type == "code" else "markdown",
                 source=cell.source,
-                needs_gpu=GPU_TAG in meta.get("tags", []),
-                expected_output=extra.get("expected_output"),
-                expected_on=extra.get("expected_on"),
+                needs_gpu=needs_gpu,
+                **(fields if needs_gpu else {}),
             )
         )
-    return tuple(cells)
+    return tuple(cells), tuple(problems)
+
+
+def _lenient(extra: dict[str, Any]) -> dict[str, Any]:
+    """What can be shown of a GPU cell whose block did not validate (its problem is reported)."""
+    text = {k: extra.get(k) if isinstance(extra.get(k), str) else None for k in ("expected_output", "expected_on")}
+    gpus = extra.get("gpus")
+    kind = extra.get("expected_kind")
+    source = extra.get("expected_source")
+    return {
+        **text,
+        "gpus": gpus if isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 1 else 1,
+        "expected_kind": kind if kind in ("written", "captured") else None,
+        "expected_source": source if isinstance(source, str) else None,
+    }
 
 
 def table_of_contents(cells: list[LessonCell]) -> list[TocEntry]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 Needs = Literal["cpu", "gpu", "multi-gpu"]
 Kind = Literal["lesson", "lab", "exercise"]
@@ -63,6 +63,7 @@ class CatalogItem(_Model):
     minutes: int
     needs: Needs
     cpu_path: str | None = None
+    launcher: str | None = Field(None, description="A lab's launcher: python or torchrun (None for lessons)")
     progress: ProgressEntry
 
 
@@ -73,6 +74,8 @@ class Catalog(_Model):
     labs: list[CatalogItem]
     exercises: list[CatalogItem]
     problems: list[Problem]
+    gpus: int = Field(0, description="GPUs a run can use on this machine (0: labs take their CPU path)")
+    module_test: ModuleTestScores | None = Field(None, description="The module test's scores; None without a test")
 
 
 class QuizChoicePublic(_Model):
@@ -103,12 +106,39 @@ class Quiz(_Model):
     questions: list[QuizQuestion] = Field(min_length=1)
 
 
+ExpectedKind = Literal["written", "captured"]
+
+
+class GpuCellMeta(_Model):
+    """The `gpudojo:` block of a cell tagged needs-gpu (FORMAT.md, GPU cells)."""
+
+    gpus: int = Field(1, ge=1, description="GPUs the cell needs to run (default 1)")
+    expected_output: str | None = None
+    expected_on: str | None = Field(None, description="The GPU the expected output is for")
+    expected_kind: ExpectedKind = Field(
+        description="written: composed from datasheets and docs, no GPU ran it; captured: printed by a real GPU"
+    )
+    expected_source: str | None = Field(
+        None, validate_default=True, description="Where the expected output comes from (required when written)"
+    )
+
+    @field_validator("expected_source")
+    @classmethod
+    def _written_names_its_source(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("expected_kind") == "written" and not (value or "").strip():
+            raise ValueError("required when expected_kind is written (the datasheet or doc the figures come from)")
+        return value
+
+
 class LessonCell(_Model):
     type: Literal["markdown", "code"]
     source: str
     needs_gpu: bool = False
+    gpus: int = Field(1, description="GPUs a needs-gpu cell needs")
     expected_output: str | None = None
     expected_on: str | None = None
+    expected_kind: ExpectedKind | None = None
+    expected_source: str | None = None
 
 
 class TocEntry(_Model):
@@ -174,4 +204,97 @@ class NotebookCopy(_Model):
     created: bool = Field(description="False when an earlier copy was kept (the learner's edits are never lost)")
 
 
+class ModuleTest(Quiz):
+    """content/module-test.toml: the questions of the lesson quizzes' schema, across the course."""
+
+    title: str = Field("Module test", min_length=1)
+    pass_percent: int = Field(80, ge=1, le=100, description="The share of right answers that passes the test")
+
+
+class ModuleTestAttempt(_Model):
+    score: int
+    total: int
+    at: float = Field(description="Unix time (s)")
+
+
+class ModuleTestScores(_Model):
+    """What the Course section shows of the module test: questions, pass mark, last and best."""
+
+    title: str
+    questions: int
+    pass_score: int = Field(description="Right answers needed to pass")
+    attempts: int
+    last: ModuleTestAttempt | None = None
+    best: ModuleTestAttempt | None = None
+    passed: bool = Field(description="The best attempt reached the pass score")
+
+
+class ModuleTestDoc(_Model):
+    """GET course/module-test: the questions (no answers), this user's scores and last graded attempt."""
+
+    title: str
+    questions: list[QuizQuestionPublic]
+    scores: ModuleTestScores
+    last_result: QuizResult | None = None
+
+
+class ModuleTestGraded(_Model):
+    """POST course/module-test: the graded attempt, every choice explained, and the scores after it."""
+
+    result: QuizResult
+    scores: ModuleTestScores
+
+
+Requirement = Literal["lesson", "lab", "exercise", "module-test"]
+
+
+class AcceptanceRequirementSpec(_Model):
+    kind: Requirement
+    id: str | None = Field(None, description="The lesson, lab or exercise id (none for the module test)")
+
+    @model_validator(mode="after")
+    def _id_names_the_item(self) -> AcceptanceRequirementSpec:
+        if (self.kind == "module-test") != (self.id is None):
+            raise ValueError("a lesson, lab or exercise needs its id; the module test takes none")
+        return self
+
+
+class AcceptanceItemSpec(_Model):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    text: str = Field(min_length=1)
+    requires: list[AcceptanceRequirementSpec] = Field(min_length=1)
+
+
+class AcceptanceSpec(_Model):
+    """content/acceptance.toml: what a learner can do at the end, and what completes each."""
+
+    items: list[AcceptanceItemSpec] = Field(min_length=1)
+
+
+class AcceptanceRequirement(_Model):
+    kind: Requirement
+    id: str | None = None
+    title: str = Field(description="The item's title (its id when it is not written yet)")
+    available: bool = Field(description="False when the item is not in the course yet: it does not count")
+    done: bool
+    detail: str = Field(description="What done means, or why it is not available")
+
+
+class AcceptanceItem(_Model):
+    id: str
+    text: str
+    requires: list[AcceptanceRequirement]
+    done: bool = Field(description="Every available requirement is done (and at least one is available)")
+    available: int
+    completed: int
+
+
+class Acceptance(_Model):
+    """GET course/acceptance: the module's acceptance list with ticks from this user's progress."""
+
+    items: list[AcceptanceItem]
+    problems: list[Problem] = Field(default_factory=list)
+
+
+Catalog.model_rebuild()
 LessonDoc.model_rebuild()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .catalog import GPU_TAG
+from .links import notebook_cells_without_product_links
 from .models import NotebookCopy
 
 WORKSPACE_FOLDER = "gpudojo-lessons"
@@ -23,12 +24,26 @@ def copy_lesson_as_notebook(lesson_path: Path, root_dir: Path, *, overwrite: boo
         return NotebookCopy(path=relative, created=False)
     nb = jupytext.read(lesson_path, fmt="md:myst")
     nb.metadata.pop("jupytext", None)  # a plain notebook, not paired with the packaged file
-    nb.cells = _with_expected_outputs(nb.cells)
+    nb.cells = _with_expected_outputs(notebook_cells_without_product_links(nb.cells))
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(jupytext.writes(nb, fmt="ipynb"), encoding="utf-8")
     tmp.replace(target)
     return NotebookCopy(path=relative, created=True)
+
+
+def expected_output_label(extra: dict) -> str:
+    """How a GPU cell's expected output is introduced: written from docs, or captured on a GPU."""
+    gpus = extra.get("gpus") if isinstance(extra.get("gpus"), int) else 1
+    needs = f"needs {gpus} GPUs" if gpus > 1 else "needs a GPU"
+    on = extra.get("expected_on")
+    if extra.get("expected_kind") == "captured":
+        return f"The cell above {needs}. Output captured on {on or 'a GPU'}:"
+    source = extra.get("expected_source")
+    if extra.get("expected_kind") == "written" and source:
+        what = f" for {on}" if on else ""
+        return f"The cell above {needs}. Expected output{what}, written from {source}: no GPU ran this."
+    return f"The cell above {needs}. Expected output on {on or 'a GPU'}:"
 
 
 def _with_expected_outputs(cells: list) -> list:
@@ -41,9 +56,8 @@ def _with_expected_outputs(cells: list) -> list:
         meta = cell.get("metadata", {})
         extra = meta.get("gpudojo") if isinstance(meta.get("gpudojo"), dict) else {}
         if cell.cell_type == "code" and GPU_TAG in meta.get("tags", []) and extra.get("expected_output"):
-            on = extra.get("expected_on") or "a GPU"
             fence = "````" if "```" in extra["expected_output"] else "```"
-            note = f"*The cell above needs a GPU. Expected output on {on}:*\n\n{fence}text\n"
+            note = f"*{expected_output_label(extra)}*\n\n{fence}text\n"
             note += f"{extra['expected_output'].rstrip()}\n{fence}"
             out.append(new_markdown_cell(note, metadata={"tags": ["gpudojo-expected-output"]}))
     return out

@@ -87,6 +87,8 @@ class ProgressStore:
             for kind, item, status, upd, done in rows
         }
         for lesson, score, total in quizzes:
+            if lesson.startswith(":"):  # a test of its own (the module test), not a lesson's quiz
+                continue
             entry = out.setdefault(("lesson", lesson), ProgressEntry(kind="lesson", id=lesson))
             entry.quiz_score, entry.quiz_total = score, total
         return out
@@ -109,12 +111,33 @@ class ProgressStore:
             )
         return self.entry(user, kind, item_id)
 
-    def record_quiz(self, user: str, lesson_id: str, result: QuizResult) -> None:
+    def record_attempt(self, user: str, key: str, result: QuizResult) -> float:
+        """Store one graded attempt of quiz ``key`` (a lesson id, or ':module-test'); returns its time."""
+        at = time.time()
         with self._lock:
             self._db.execute(
                 "INSERT INTO quiz_attempts (user, lesson_id, at, score, total, result) VALUES (?, ?, ?, ?, ?, ?)",
-                (user, lesson_id, time.time(), result.score, result.total, result.model_dump_json()),
+                (user, key, at, result.score, result.total, result.model_dump_json()),
             )
+        return at
+
+    def attempt_stats(
+        self, user: str, key: str
+    ) -> tuple[int, tuple[int, int, float] | None, tuple[int, int, float] | None]:
+        """How many attempts of quiz ``key``, the last and the best (score, total, at); the
+        best is the highest share right, the earliest of equals."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT score, total, at FROM quiz_attempts WHERE user = ? AND lesson_id = ? ORDER BY at",
+                (user, key),
+            ).fetchall()
+        if not rows:
+            return 0, None, None
+        best = max(rows, key=lambda r: (r[0] / r[1] if r[1] else 0.0, -r[2]))
+        return len(rows), tuple(rows[-1]), tuple(best)  # type: ignore[return-value]
+
+    def record_quiz(self, user: str, lesson_id: str, result: QuizResult) -> None:
+        self.record_attempt(user, lesson_id, result)
         if self.entry(user, "lesson", lesson_id).status == "not_started":
             self.set_status(user, "lesson", lesson_id, "in_progress")
 

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import moduletest
 from .catalog import CatalogData, CourseCatalog, lesson_cells, table_of_contents
 from .models import (
+    Acceptance,
+    AcceptanceSpec,
     Catalog,
     CatalogItem,
     LessonDoc,
+    ModuleTest,
+    ModuleTestDoc,
+    ModuleTestGraded,
     NotebookCopy,
+    Problem,
     ProgressEntry,
     ProgressUpdate,
     QuizResult,
@@ -30,7 +37,7 @@ class CourseService:
         self.store = store
         self.root_dir = root_dir
 
-    def catalog(self, user: str) -> Catalog:
+    def catalog(self, user: str, gpus: int = 0) -> Catalog:
         data = self.catalog_source.data()
         progress = self.store.entries(user)
 
@@ -39,16 +46,63 @@ class CourseService:
                 CatalogItem(
                     kind=kind,  # type: ignore[arg-type]
                     **e.meta.model_dump(include={"id", "title", "order", "minutes", "needs", "cpu_path"}),
+                    launcher=getattr(e.meta, "launcher", None) if kind == "lab" else None,
                     progress=progress.get((kind, e.meta.id), ProgressEntry(kind=kind, id=e.meta.id)),  # type: ignore[arg-type]
                 )
                 for e in entries
             ]
 
+        test, test_problems = self._module_test()
         return Catalog(
             lessons=items("lesson", data.lessons),
             labs=items("lab", data.labs),
             exercises=items("exercise", data.exercises),
-            problems=data.problems,
+            problems=data.problems + test_problems,
+            gpus=gpus,
+            module_test=moduletest.scores(self.store, user, test) if test else None,
+        )
+
+    def _module_test(self) -> tuple[ModuleTest | None, list[Problem]]:
+        path = self.catalog_source.content_root / moduletest.MODULE_TEST_FILE
+        test, problems = moduletest.load_cached(path, ModuleTest)
+        return test, problems  # type: ignore[return-value]
+
+    def _require_module_test(self) -> ModuleTest:
+        test, _ = self._module_test()
+        if test is None:
+            raise UnknownItem("This course has no module test (content/module-test.toml is missing or invalid).")
+        return test
+
+    def module_test(self, user: str) -> ModuleTestDoc:
+        test = self._require_module_test()
+        return ModuleTestDoc(
+            title=test.title,
+            questions=public_questions(test),
+            scores=moduletest.scores(self.store, user, test),
+            last_result=self.store.last_quiz(user, moduletest.MODULE_TEST_KEY),
+        )
+
+    def answer_module_test(self, user: str, answers: dict[str, list[int]]) -> ModuleTestGraded:
+        test = self._require_module_test()
+        result = grade(test, answers)
+        self.store.record_attempt(user, moduletest.MODULE_TEST_KEY, result)
+        return ModuleTestGraded(result=result, scores=moduletest.scores(self.store, user, test))
+
+    def acceptance(self, user: str) -> Acceptance:
+        path = self.catalog_source.content_root / moduletest.ACCEPTANCE_FILE
+        spec, problems = moduletest.load_cached(path, AcceptanceSpec)
+        if spec is None:
+            raise UnknownItem(
+                "This course has no acceptance list (content/acceptance.toml is missing or invalid)."
+                + "".join(f" {p.field or p.file}: {p.message}." for p in problems)
+            )
+        test, _ = self._module_test()
+        return moduletest.acceptance(
+            spec,  # type: ignore[arg-type]
+            self.catalog_source.data(),
+            self.store.entries(user),
+            test,
+            moduletest.scores(self.store, user, test) if test else None,
         )
 
     def _lesson(self, data: CatalogData, lesson_id: str):
