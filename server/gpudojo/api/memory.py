@@ -18,12 +18,7 @@ from .base import ApiError, GPUDojoHandler
 
 class MemoryBase(GPUDojoHandler):
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        from ..memory.service import MemoryRequestError
-
-        try:
-            return await self.services.in_runs_thread(fn, *args)
-        except MemoryRequestError as err:
-            raise ApiError(err.status, err.code, str(err)) from err
+        return await self.services.in_runs_thread(fn, *args)
 
     def capture_arg(self, name: str = "capture") -> str:
         value = self.get_query_argument(name, None)

@@ -23,27 +23,43 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..errors import Failed, Invalid, TimedOut, TooLarge, Unavailable
 from .models import ArchList, CompileRequest, CompileResult, OccupancyReport, OccupancyRequest, RunRequest, RunResult
 from .occupancy import arch_table, limits_for, occupancy, occupancy_curve
 
 DEFAULT_ARCH = "sm_80"
 
 
-class KernelRequestError(ValueError):
-    """A request the service refuses (too big, unknown arch, over the simulator's budget)."""
-
-    def __init__(self, message: str, status: int = 400, code: str = "invalid_request") -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
+class KernelRequestError(Invalid):
+    """A request the service refuses (unknown arch, over the simulator's budget)."""
 
 
-class CompileFailure(RuntimeError):
-    """The compile worker could not answer: it hung (and was stopped) or died."""
+class SourceTooLarge(TooLarge, KernelRequestError):
+    """A kernel source over the size cap."""
+
+
+class CompileFailure(Failed):
+    """The compile worker could not answer: it hung (and was stopped) or died.
+
+    ``kind``: "timeout", "no_compiler", "crashed" or what the worker said; build one with
+    compile_failure(), which picks the subclass that says what a client can do about it."""
 
     def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
+        super().__init__(message, code=f"compiler_{kind}")
         self.kind = kind
+
+
+class CompileTimeout(TimedOut, CompileFailure):
+    """The compiler took longer than its limit and was stopped."""
+
+
+class NoCompiler(Unavailable, CompileFailure):
+    """No compiler on this machine (NVRTC missing)."""
+
+
+def compile_failure(kind: str, message: str) -> CompileFailure:
+    cls = {"timeout": CompileTimeout, "no_compiler": NoCompiler}.get(kind, CompileFailure)
+    return cls(kind, message)
 
 
 @dataclass(frozen=True)
@@ -108,7 +124,7 @@ class CompileWorker:
             self.proc.stdin.write(json.dumps(message).encode() + b"\n")
             self.proc.stdin.flush()
         except BrokenPipeError as err:
-            raise CompileFailure("crashed", "The compiler process had stopped; it has been restarted.") from err
+            raise compile_failure("crashed", "The compiler process had stopped; it has been restarted.") from err
         return self._read_line(timeout_s)
 
     def _read_line(self, timeout_s: float) -> dict[str, Any]:
@@ -121,13 +137,13 @@ class CompileWorker:
                 left = deadline - time.monotonic()
                 if left <= 0 or not sel.select(left):
                     self.stop()
-                    raise CompileFailure("timeout", f"The compiler took longer than {timeout_s:g} s and was stopped.")
+                    raise compile_failure("timeout", f"The compiler took longer than {timeout_s:g} s and was stopped.")
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
                     code = self.proc.wait()
                     self.proc = None
                     how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-                    raise CompileFailure("crashed", f"The compiler process died ({how}); it has been restarted.")
+                    raise compile_failure("crashed", f"The compiler process died ({how}); it has been restarted.")
                 self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return json.loads(line)
@@ -163,7 +179,7 @@ class KernelService:
             info = self._worker.start(timeout_s=max(self.limits.compile_timeout_s, 60.0))
             if not info.get("ready"):
                 self._worker.stop()
-                raise CompileFailure("no_compiler", info.get("error", {}).get("message", "no compiler"))
+                raise compile_failure("no_compiler", info.get("error", {}).get("message", "no compiler"))
         return self._worker.info
 
     def warm_up(self) -> None:
@@ -267,11 +283,9 @@ class KernelService:
     def compile(self, req: CompileRequest) -> CompileResult:
         t0 = time.perf_counter()
         if len(req.source.encode()) > self.limits.max_source_bytes:
-            raise KernelRequestError(
+            raise SourceTooLarge(
                 f"The source is {len(req.source.encode())} bytes; the most this server compiles is "
-                f"{self.limits.max_source_bytes}.",
-                status=413,
-                code="too_large",
+                f"{self.limits.max_source_bytes}."
             )
         self._check_arch(req.arch)
         key = self.cache_key(req)
@@ -288,7 +302,7 @@ class KernelService:
                     self._worker.stop()
                     raise
             if "error" in raw:
-                raise CompileFailure(raw["error"]["kind"], raw["error"]["message"])
+                raise compile_failure(raw["error"]["kind"], raw["error"]["message"])
             raw = self._cap(raw)
             self._cache_put(key, raw)
         return self._report(req, key, raw, cached, t0)
