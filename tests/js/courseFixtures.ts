@@ -21,7 +21,7 @@ export function item(
     minutes: 45,
     needs: 'cpu',
     cpu_path: null,
-    progress: { kind, id, status },
+    progress: { kind, id, status, updated_at: null, completed_at: null, quiz_score: null, quiz_total: null },
     ...extra
   };
 }
