@@ -8,8 +8,9 @@ import {
 import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
-import { GpudojoClient } from '../api/client';
-import { IGpudojoSidebar } from '../sidebar/panel';
+import type { GpudojoClient } from '../api/client';
+import type { DevicesModel } from '../gpu/devicesModel';
+import { IDevicesModel, IGpudojoClient, IGpudojoSidebar } from '../tokens';
 import { CourseCommandIds } from './commands';
 import { LessonView } from './lesson';
 import { CourseModel } from './model';
@@ -25,35 +26,30 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
   id: 'gpudojo:course',
   description: 'The course: lessons in the sidebar and the main area, with quizzes and progress.',
   autoStart: true,
-  requires: [IGpudojoSidebar, IRenderMimeRegistry, IDocumentManager],
+  requires: [IGpudojoSidebar, IRenderMimeRegistry, IDocumentManager, IGpudojoClient, IDevicesModel],
   optional: [ILayoutRestorer, ICommandPalette],
   activate: (
     app: JupyterFrontEnd,
     sidebar: IGpudojoSidebar,
     rendermime: IRenderMimeRegistry,
     docManager: IDocumentManager,
+    client: GpudojoClient,
+    devices: DevicesModel,
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null
   ) => {
-    const client = new GpudojoClient(app.serviceManager.serverSettings);
     const model = new CourseModel(client);
     sidebar.addSection(new CourseSection({ model, commands: app.commands }), {
       rank: COURSE_SECTION_RANK
     });
 
-    // Asked once per session: whether GPU cells can run here (else lessons show expected output).
-    let canRunGpu: Promise<boolean> | null = null;
-    const gpuMode = () => {
-      if (!canRunGpu) {
-        canRunGpu = client.getDevices().then(
-          devices => devices.mode === 'gpu',
-          () => {
-            canRunGpu = null;
-            return false;
-          }
-        );
+    // Whether GPU cells can run here (else lessons show expected output): from the one devices
+    // model, fetched now if nobody has yet (a failed fetch says no, and is tried again next time).
+    const gpuMode = async (): Promise<boolean> => {
+      if (!devices.devices) {
+        await devices.refresh().catch(() => undefined);
       }
-      return canRunGpu;
+      return devices.devices?.mode === 'gpu';
     };
 
     const tracker = new WidgetTracker<MainAreaWidget<LessonView>>({
