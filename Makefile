@@ -21,7 +21,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 TS_SOURCES := $(shell find extension -type f 2>/dev/null) package.json tsconfig.json
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test setup lint test-python test-js test-ui test-wheel bench clean gpu-check gpu-check-import gpu-wheels
+.PHONY: lab test setup lint api-types test-python test-js test-ui test-wheel bench clean gpu-check gpu-check-import gpu-wheels
 
 lab: setup
 	@echo "Starting JupyterLab with gpudojo on http://$(HOST):$(PORT)/lab (Ctrl-C stops it)"
@@ -75,9 +75,21 @@ $(STAMP)/chromium:
 	fi
 	@touch $@
 
+# The API's TypeScript types are generated: openapi.json from the pydantic models, schema.ts
+# from openapi.json (openapi-typescript). `make api-types` regenerates both; lint checks them.
+OPENAPI_JSON := server/gpudojo/api/openapi.json
+API_SCHEMA_TS := extension/src/api/schema.ts
+
+api-types:  # needs the venv of `make setup`; not a dependency, so stale types cannot block it
+	$(BIN)/python -m gpudojo.api.openapi $(OPENAPI_JSON)
+	$(BIN)/jlpm openapi-typescript $(OPENAPI_JSON) -o $(API_SCHEMA_TS) --default-non-nullable false
+
 lint: setup
 	$(BIN)/ruff check server tests/python bench labs
 	$(BIN)/ruff format --check server tests/python bench labs
+	$(BIN)/python -m gpudojo.api.openapi --check $(OPENAPI_JSON)
+	@$(BIN)/jlpm openapi-typescript $(OPENAPI_JSON) -o $(API_SCHEMA_TS) --default-non-nullable false --check >/dev/null 2>&1 || { \
+		echo "$(API_SCHEMA_TS) is out of date with $(OPENAPI_JSON): run \`make api-types\` and commit it." >&2; exit 1; }
 	$(BIN)/jlpm lint
 
 test-python: setup

@@ -29,17 +29,17 @@ import { gpudojoIcon } from './icons';
 import { kernelsPlugin } from './kernels/plugin';
 import { memoryPlugin } from './memory/plugin';
 import { runsPlugin } from './runs/plugin';
-import { GpudojoSidebar, IGpudojoSidebar } from './sidebar/panel';
+import { GpudojoSidebar } from './sidebar/panel';
 import { showInMainArea } from './shell';
+import { IDevicesModel, IGpudojoClient, IGpudojoSidebar } from './tokens';
 
-export { IGpudojoSidebar } from './sidebar/panel';
+export { IDevicesModel, IGpudojoClient, IGpudojoSidebar, IMemoryViewer } from './tokens';
 export { CommandIds } from './gpu/commands';
 export { CourseCommandIds } from './course/commands';
 export { KernelCommandIds } from './kernels/commands';
 export type { PlaygroundArgs } from './kernels/commands';
 export { RunCommandIds } from './runs/commands';
 export { MemoryCommandIds } from './memory/commands';
-export { IMemoryViewer } from './memory/plugin';
 
 const PALETTE_CATEGORY = 'gpudojo';
 
@@ -63,6 +63,25 @@ const sidebarPlugin: JupyterFrontEndPlugin<IGpudojoSidebar> = {
   }
 };
 
+/** The one API client every gpudojo feature talks to the server through. */
+const clientPlugin: JupyterFrontEndPlugin<GpudojoClient> = {
+  id: 'gpudojo:client',
+  description: 'The client of the gpudojo server API, shared by every gpudojo feature.',
+  autoStart: true,
+  provides: IGpudojoClient,
+  activate: (app: JupyterFrontEnd) => new GpudojoClient(app.serviceManager.serverSettings)
+};
+
+/** The one devices model: the GPU section shows it, other features read the mode from it. */
+const devicesPlugin: JupyterFrontEndPlugin<DevicesModel> = {
+  id: 'gpudojo:devices',
+  description: "The server's GPUs and host (GET gpu/devices), polled while shown.",
+  autoStart: true,
+  requires: [IGpudojoClient],
+  provides: IDevicesModel,
+  activate: (app: JupyterFrontEnd, client: GpudojoClient) => new DevicesModel(client)
+};
+
 /** Read the plugin's settings, with the schema's defaults as fallback. */
 function readSettings(settings: ISettingRegistry.ISettings | null): MonitorSettings {
   const rateHz = settings?.get('rateHz').composite;
@@ -79,19 +98,19 @@ const gpuPlugin: JupyterFrontEndPlugin<void> = {
   id: 'gpudojo:plugin',
   description: 'GPU devices in the sidebar and a live GPU monitor.',
   autoStart: true,
-  requires: [IGpudojoSidebar],
+  requires: [IGpudojoSidebar, IGpudojoClient, IDevicesModel],
   optional: [ICommandPalette, ISettingRegistry, ILayoutRestorer, ILauncher, IThemeManager],
   activate: (
     app: JupyterFrontEnd,
     sidebar: IGpudojoSidebar,
+    client: GpudojoClient,
+    devices: DevicesModel,
     palette: ICommandPalette | null,
     settingRegistry: ISettingRegistry | null,
     restorer: ILayoutRestorer | null,
     launcher: ILauncher | null,
     themeManager: IThemeManager | null
   ) => {
-    const client = new GpudojoClient(app.serviceManager.serverSettings);
-    const devices = new DevicesModel(client);
     const section = new GpuSection({ model: devices, commands: app.commands });
     sidebar.addSection(section, { rank: GPU_SECTION_RANK });
 
@@ -165,4 +184,13 @@ const gpuPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [sidebarPlugin, coursePlugin, gpuPlugin, kernelsPlugin, memoryPlugin, runsPlugin];
+export default [
+  clientPlugin,
+  devicesPlugin,
+  sidebarPlugin,
+  coursePlugin,
+  gpuPlugin,
+  kernelsPlugin,
+  memoryPlugin,
+  runsPlugin
+];

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import os
 import threading
-from pathlib import Path
 
-from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop
 from traitlets import Bool, Float, Integer, Unicode, default
 
-from .services import Services, Settings
+from .services import Services, Settings, default_data_dir
 
 
 class GPUDojo(ExtensionApp):
@@ -68,7 +66,7 @@ class GPUDojo(ExtensionApp):
 
     @default("data_dir")
     def _default_data_dir(self) -> str:
-        return str(Path(jupyter_data_dir()) / "gpudojo")
+        return str(default_data_dir())
 
     def initialize_settings(self) -> None:
         os.makedirs(self.data_dir, exist_ok=True)
@@ -98,9 +96,9 @@ class GPUDojo(ExtensionApp):
         )
         source = f"replaying {self.gpu_replay_file}" if self.gpu_replay_file else "live NVML"
         self.log.info("gpudojo: GPU probe uses %s; data in %s", source, self.data_dir)
-        # Once the server runs, open the run store off the event loop: runs a previous server
-        # left running are marked lost and their leftover processes killed now, not whenever
-        # someone first opens the Runs list.
+        # The run service's explicit start step, once the server runs and off the event loop:
+        # runs a previous server left running are marked lost and their leftover processes
+        # killed now, not whenever someone first opens the Runs list.
         services = self.settings["gpudojo"]
         IOLoop.current().add_callback(lambda: services.runs_executor.submit(services.recover_runs))
         if self.memory_warm_worker:

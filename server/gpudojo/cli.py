@@ -10,9 +10,8 @@ from collections.abc import Sequence
 
 from . import __version__
 from .gpu.models import DevicesResponse
-from .gpu.probe import GpuProbe, make_backend
 from .gpu.replay import record
-from .paths import material_root
+from .services import Services, Settings, local_services
 
 GIB = 1024**3
 
@@ -66,7 +65,8 @@ def format_devices(d: DevicesResponse) -> str:
 
 
 def _probe(args: argparse.Namespace) -> int:
-    probe = GpuProbe(make_backend(args.replay))
+    services = local_services(gpu_replay_file=args.replay)
+    probe = services.probe
     try:
         if args.record:
             inv = probe.inventory()
@@ -95,31 +95,28 @@ def _probe(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        probe.close()
+        services.shutdown()
 
 
 def _paths(_: argparse.Namespace) -> int:
-    for name in ("content", "labs"):
-        print(f"{name}: {material_root(name)}")
+    settings = Settings()
+    print(f"content: {settings.content_path}")
+    print(f"labs: {settings.labs_path}")
     return 0
 
 
+def _services(args: argparse.Namespace) -> Services:
+    """The server's services, built for this command (--data-dir, --labs-dir as given)."""
+    return local_services(data_dir=getattr(args, "data_dir", None), labs_dir=getattr(args, "labs_dir", None))
+
+
 def _progress(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from jupyter_core.paths import jupyter_data_dir
-
-    from .course.catalog import CourseCatalog
-    from .course.progress import ProgressStore
-    from .course.service import CourseService
-
-    data_dir = Path(args.data_dir) if args.data_dir else Path(jupyter_data_dir()) / "gpudojo"
-    store = ProgressStore(data_dir / "gpudojo.sqlite3")
-    course = CourseService(CourseCatalog(material_root("content"), material_root("labs")), store, Path.cwd())
+    services = _services(args)
+    data_dir = services.settings.data_path
     try:
-        catalog = course.catalog(args.user)
+        catalog = services.course.catalog(args.user)
     finally:
-        store.close()
+        services.shutdown()
     if args.json:
         print(catalog.model_dump_json(indent=2))
         return 0
@@ -174,7 +171,7 @@ def _kernel(args: argparse.Namespace) -> int:
         print(f"gpudojo kernel: {err}", file=sys.stderr)
         return 1
     finally:
-        notebook.service().close()
+        notebook.services().shutdown()
 
 
 def _add_kernel_parsers(sub: argparse._SubParsersAction) -> None:
@@ -204,18 +201,6 @@ def _add_kernel_parsers(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--expect", help='NumPy expectations, e.g. "y=a*x+y"')
     r.add_argument("--mode", choices=["auto", "gpu", "simulator"], default="auto")
     r.set_defaults(func=_kernel)
-
-
-def _run_service(args: argparse.Namespace):
-    from pathlib import Path
-
-    from jupyter_core.paths import jupyter_data_dir
-
-    from .runs.service import RunService
-
-    data_dir = Path(args.data_dir) if args.data_dir else Path(jupyter_data_dir()) / "gpudojo"
-    labs_root = Path(args.labs_dir) if args.labs_dir else material_root("labs")
-    return RunService(labs_root, data_dir, Path.cwd())
 
 
 def _parse_value(text: str):
@@ -259,10 +244,12 @@ def _report_run(run) -> None:
 
 
 def _lab(args: argparse.Namespace) -> int:
+    from .errors import ServiceError
     from .runs.models import LabRunRequest, SweepSpec
-    from .runs.service import RunRequestError
 
-    svc = _run_service(args)
+    services = _services(args)
+    services.recover_runs()
+    svc = services.runs
     try:
         if args.lab_command == "list":
             listing = svc.labs()
@@ -286,9 +273,11 @@ def _lab(args: argparse.Namespace) -> int:
             sweep = SweepSpec(param=name, values=[_parse_value(v) for v in values.split(",") if v])
         try:
             runs = svc.submit(
-                LabRunRequest(lab=args.lab, params=params, sweep=sweep), user=getpass.getuser(), gpus=_gpu_count()
+                LabRunRequest(lab=args.lab, params=params, sweep=sweep),
+                user=getpass.getuser(),
+                gpus=services.gpu_count_now(),
             )
-        except RunRequestError as err:
+        except ServiceError as err:
             print(f"gpudojo lab run: {err}", file=sys.stderr)
             return 2
         try:
@@ -306,22 +295,15 @@ def _lab(args: argparse.Namespace) -> int:
             return 130
         return 0 if all(svc.get(r.id).status == "succeeded" for r in runs) else 1
     finally:
-        svc.close()
-
-
-def _gpu_count() -> int:
-    probe = GpuProbe(make_backend(None))
-    try:
-        doc = probe.devices()
-        return len(doc.gpus) if doc.mode == "gpu" else 0
-    finally:
-        probe.close()
+        services.shutdown()
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from .runs.service import RunRequestError
+    from .errors import ServiceError
 
-    svc = _run_service(args)
+    services = _services(args)
+    services.recover_runs()
+    svc = services.runs
     try:
         if args.runs_command in (None, "list"):
             for run in svc.list(lab=getattr(args, "lab", None), limit=getattr(args, "limit", 20)):
@@ -329,7 +311,7 @@ def _runs(args: argparse.Namespace) -> int:
             return 0
         try:
             run = svc.get(args.id) if args.runs_command == "show" else svc.cancel(args.id)
-        except RunRequestError as err:
+        except ServiceError as err:
             print(f"gpudojo runs: {err}", file=sys.stderr)
             return 2
         if args.runs_command == "show" and args.json:
@@ -338,7 +320,7 @@ def _runs(args: argparse.Namespace) -> int:
             _report_run(run)
         return 0
     finally:
-        svc.close()
+        services.shutdown()
 
 
 def _add_run_parsers(sub: argparse._SubParsersAction) -> None:
@@ -386,6 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("progress", help="Course progress: what is done, in progress, and quiz scores.")
     p.add_argument("--user", default=getpass.getuser(), help="Whose progress (default: this account).")
     p.add_argument("--data-dir", help="gpudojo's data dir (default: <jupyter data dir>/gpudojo).")
+    p.add_argument("--labs-dir", help="labs folder (default: the packaged one)")
     p.add_argument("--json", action="store_true", help="Print the catalog with progress as JSON.")
     p.set_defaults(func=_progress)
 

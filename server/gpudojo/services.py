@@ -1,7 +1,9 @@
-"""The services one server holds, shared by every handler.
+"""The one place that builds gpudojo's services: for the server (app.py), the `gpudojo`
+command (cli.py) and the notebook API (kernels/notebook.py), from one Settings.
 
-Nothing heavy is imported or started when the server starts: the probe, pydantic models
-and the sampler are built on first use, so the extension adds little to server start.
+Nothing heavy is imported or started when the services are created: the probe, pydantic
+models, the sampler and every service are built on first use, so the extension adds little
+to server start (bench/bench_start.py) and a CLI command pays only for what it uses.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -27,9 +30,17 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+def default_data_dir() -> Path:
+    """<jupyter data dir>/gpudojo: the database and run folders of the server and the CLI alike."""
+    from jupyter_core.paths import jupyter_data_dir
+
+    return Path(jupyter_data_dir()) / "gpudojo"
+
+
 @dataclass(frozen=True)
 class Settings:
-    """What the services are built from (units in the names)."""
+    """What the services are built from (units in the names). Empty folders mean the
+    defaults: the Jupyter data dir's gpudojo folder, the packaged content and labs."""
 
     gpu_replay_file: str = ""
     gpu_retry_s: float = 30.0
@@ -50,8 +61,27 @@ class Settings:
     simulator_max_threads: int = 4096
     memory_warm_worker: bool = True
 
+    @property
+    def data_path(self) -> Path:
+        return Path(self.data_dir) if self.data_dir else default_data_dir()
+
+    @property
+    def labs_path(self) -> Path:
+        from .paths import material_root
+
+        return Path(self.labs_dir) if self.labs_dir else material_root("labs")
+
+    @property
+    def content_path(self) -> Path:
+        from .paths import material_root
+
+        return Path(self.content_dir) if self.content_dir else material_root("content")
+
 
 class Services:
+    """Every service, built on first use from one Settings. Call close() (server) or
+    shutdown() (CLI, notebook) when done: no child process outlives them."""
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         # One thread owns NVML: calls are serialised and never run on the event loop.
@@ -88,25 +118,17 @@ class Services:
 
     @cached_property
     def course(self) -> CourseService:
-        from pathlib import Path
-
         from .course.catalog import CourseCatalog
         from .course.progress import ProgressStore
         from .course.service import CourseService
-        from .paths import material_root
 
         s = self.settings
-        catalog = CourseCatalog(
-            Path(s.content_dir) if s.content_dir else material_root("content"),
-            Path(s.labs_dir) if s.labs_dir else material_root("labs"),
-        )
-        store = ProgressStore(Path(s.data_dir) / "gpudojo.sqlite3")
+        catalog = CourseCatalog(s.content_path, s.labs_path)
+        store = ProgressStore(s.data_path / "gpudojo.sqlite3")
         return CourseService(catalog, store, Path(s.root_dir))
 
     @cached_property
     def kernels(self) -> KernelService:
-        from pathlib import Path
-
         from .kernels.service import KernelLimits, KernelService
 
         s = self.settings
@@ -116,19 +138,17 @@ class Services:
             max_source_bytes=s.kernel_max_source_bytes,
             simulator_max_threads=s.simulator_max_threads,
         )
-        return KernelService(Path(s.data_dir) / "kernel-cache", limits)
+        return KernelService(s.data_path / "kernel-cache", limits)
 
     @cached_property
     def runs(self) -> RunService:
-        from pathlib import Path
-
-        from .paths import material_root
+        """The run service; lab runs that end mark course progress, whoever launched them."""
         from .runs.service import RunService
 
         s = self.settings
         return RunService(
-            Path(s.labs_dir) if s.labs_dir else material_root("labs"),
-            Path(s.data_dir),
+            s.labs_path,
+            s.data_path,
             Path(s.root_dir),
             max_concurrent=s.max_concurrent_runs,
             run_timeout_s=s.run_timeout_s,
@@ -160,12 +180,10 @@ class Services:
 
     @cached_property
     def memory(self) -> MemoryService:
-        from pathlib import Path
-
         from .memory.service import MemoryService
 
         s = self.settings
-        return MemoryService(Path(s.data_dir), Path(s.root_dir))
+        return MemoryService(s.data_path, Path(s.root_dir))
 
     def warm_memory(self) -> None:
         """Start the memory-analysis worker (server start, in the background)."""
@@ -174,30 +192,39 @@ class Services:
         except Exception:  # the first analysis will start it again and say what went wrong
             logging.getLogger(__name__).exception("gpudojo: the memory-analysis worker did not start")
 
-    def recover_runs(self) -> None:
-        """Build the run service now (its constructor marks orphaned runs lost)."""
+    def recover_runs(self) -> list[str]:
+        """The run service's start step: runs a stopped server or CLI left queued or running
+        are marked lost and their processes killed. The ids of those runs."""
         try:
-            _ = self.runs
+            return self.runs.start()
         except Exception:  # a broken store must not take the server down; the API will say why
             logging.getLogger(__name__).exception("gpudojo: could not open the run store")
+            return []
 
-    async def gpu_count(self) -> int:
-        """GPUs a run may use: live NVML's count (a replayed recording has none to run on)."""
-        probe = self.probe
-        doc = await self.in_gpu_thread(probe.devices)
+    def gpu_count_now(self) -> int:
+        """GPUs a run may use: live NVML's count (a replayed recording has none to run on).
+        Blocks on NVML: the server calls gpu_count() instead."""
+        doc = self.probe.devices()
         return len(doc.gpus) if doc.mode == "gpu" else 0
 
-    async def gpu_target(self) -> GpuTarget | None:
+    def gpu_target_now(self) -> GpuTarget | None:
         """GPU 0 of this machine for kernel runs; None without one (a replayed recording is
-        not a GPU either)."""
+        not a GPU either). Blocks on NVML: the server calls gpu_target() instead."""
         from .kernels.service import GpuTarget
 
-        probe = self.probe
-        doc = await self.in_gpu_thread(probe.devices)
-        if doc.mode != "gpu" or not doc.gpus:
+        doc = self.probe.devices()
+        if doc.mode != "gpu" or not doc.gpus or not doc.gpus[0].compute_capability:
             return None
-        cc = doc.gpus[0].compute_capability or ""
+        cc = doc.gpus[0].compute_capability
         return GpuTarget(name=doc.gpus[0].name, arch="sm_" + cc.replace(".", ""))
+
+    async def gpu_count(self) -> int:
+        _ = self.probe  # built on the event loop's thread, used on NVML's
+        return await self.in_gpu_thread(self.gpu_count_now)
+
+    async def gpu_target(self) -> GpuTarget | None:
+        _ = self.probe
+        return await self.in_gpu_thread(self.gpu_target_now)
 
     async def in_kernel_thread(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.kernel_executor, fn, *args)
@@ -226,6 +253,7 @@ class Services:
         return text
 
     async def close(self) -> None:
+        """Stop everything, off the event loop where it blocks (the server's shutdown)."""
         if "sampler" in self.__dict__:
             await self.sampler.stop()
         if "course" in self.__dict__:
@@ -239,8 +267,53 @@ class Services:
             await asyncio.get_running_loop().run_in_executor(None, self.memory.close)
         if "probe" in self.__dict__:
             await self.in_gpu_thread(self.probe.close)
+        self._shutdown_executors()
+
+    def shutdown(self) -> None:
+        """close() for a process without an event loop (the CLI, a notebook at exit)."""
+        # Runs first: their last lab run may still mark progress in the course store, and
+        # what a finished run queued (its memory analysis) ends before the memory service closes.
+        if "runs" in self.__dict__:
+            self.runs.close()
+            del self.__dict__["runs"]
+        self.runs_executor.shutdown(wait=True)
+        for name, close in (
+            ("memory", lambda: self.memory.close()),
+            ("course", lambda: self.course.store.close()),
+            ("kernels", lambda: self.kernels.close()),
+            ("probe", lambda: self.probe.close()),
+        ):
+            if name in self.__dict__:
+                close()
+                del self.__dict__[name]
+        self._shutdown_executors()
+
+    def _shutdown_executors(self) -> None:
         self.gpu_executor.shutdown(wait=False)
         self.io_executor.shutdown(wait=False)
         self.kernel_executor.shutdown(wait=False)
         self.run_executor.shutdown(wait=False)
         self.runs_executor.shutdown(wait=False)
+
+
+def local_services(
+    *,
+    data_dir: str | None = None,
+    labs_dir: str | None = None,
+    content_dir: str | None = None,
+    gpu_replay_file: str | None = None,
+    root_dir: str | None = None,
+) -> Services:
+    """The services of a process without a server (the `gpudojo` command, a notebook): the
+    server's defaults (same data dir, so the same runs and progress), this folder as root."""
+    import os
+
+    return Services(
+        Settings(
+            data_dir=data_dir or "",
+            labs_dir=labs_dir or "",
+            content_dir=content_dir or "",
+            gpu_replay_file=gpu_replay_file or "",
+            root_dir=root_dir or os.getcwd(),
+        )
+    )

@@ -1,19 +1,35 @@
 /**
  * @jest-environment jsdom
  */
-import type { GpuDevice } from '../../extension/src/api/types';
+import type { GpuDevice, MigInstance } from '../../extension/src/api/types';
 import { renderGpuCard, renderNoGpu, renderTopology } from '../../extension/src/gpu/cards';
 import { GIB, gpuSample } from './fixtures';
+
+function migInstance(index: number): MigInstance {
+  return {
+    index,
+    uuid: null,
+    name: null,
+    gpu_instance_id: null,
+    compute_instance_id: null,
+    memory_total_bytes: null,
+    memory_used_bytes: null
+  };
+}
 
 function device(fields: Partial<GpuDevice> = {}): GpuDevice {
   return {
     index: 1,
     name: 'NVIDIA H200',
+    uuid: null,
+    pci_bus_id: null,
     compute_capability: '9.0',
     memory_total_bytes: 140 * GIB,
     pcie_max_generation: 5,
     pcie_max_width: 16,
     power_limit_w: 700,
+    max_sm_clock_mhz: null,
+    max_mem_clock_mhz: null,
     mig: { current: 'disabled', pending: 'disabled', instances: [] },
     nvlinks: [],
     unsupported: [],
@@ -71,11 +87,11 @@ describe('renderGpuCard', () => {
   it('counts MIG instances and active NVLinks', () => {
     const card = renderGpuCard(
       device({
-        mig: { current: 'enabled', pending: 'enabled', instances: [{ index: 0 }, { index: 1 }] },
+        mig: { current: 'enabled', pending: 'enabled', instances: [migInstance(0), migInstance(1)] },
         nvlinks: [
-          { link: 0, active: true },
-          { link: 1, active: true },
-          { link: 2, active: false }
+          { link: 0, active: true, remote_pci_bus_id: null, remote_gpu_index: null },
+          { link: 1, active: true, remote_pci_bus_id: null, remote_gpu_index: null },
+          { link: 2, active: false, remote_pci_bus_id: null, remote_gpu_index: null }
         ]
       })
     );

@@ -21,13 +21,14 @@ export function item(
     minutes: 45,
     needs: 'cpu',
     cpu_path: null,
-    progress: { kind, id, status },
+    launcher: null,
+    progress: { kind, id, status, updated_at: null, completed_at: null, quiz_score: null, quiz_total: null },
     ...extra
   };
 }
 
 export function catalog(extra: Partial<Catalog> = {}): Catalog {
-  return { lessons: [], labs: [], exercises: [], problems: [], ...extra };
+  return { lessons: [], labs: [], exercises: [], problems: [], gpus: 0, module_test: null, ...extra };
 }
 
 export const QUESTIONS: QuizQuestionPublic[] = [

@@ -77,7 +77,11 @@ describe('CourseModel', () => {
     const done = model.noteProgress('lesson', 'intro', {
       kind: 'lesson',
       id: 'intro',
-      status: 'completed'
+      status: 'completed',
+      updated_at: null,
+      completed_at: null,
+      quiz_score: null,
+      quiz_total: null
     });
     expect(model.item('lesson', 'intro')?.progress.status).toBe('completed');
     expect(seen.map(c => [c.kind, c.id, c.entry?.status])).toEqual([['lesson', 'intro', 'completed']]);

@@ -45,12 +45,12 @@ describe('runsHere', () => {
 
   it('says CPU for CPU items', () => {
     expect(runsHere({ needs: 'cpu', cpu_path: null, launcher: 'torchrun' }, 0).text).toBe('runs here (CPU, gloo)');
-    expect(runsHere({ needs: 'cpu', cpu_path: null }, 4).text).toBe('runs here (CPU)');
+    expect(runsHere({ needs: 'cpu', cpu_path: null, launcher: null }, 4).text).toBe('runs here (CPU)');
   });
 });
 
 describe('module test summaries', () => {
-  const fresh = { title: 'Module test', questions: 25, pass_score: 20, attempts: 0, passed: false };
+  const fresh = { title: 'Module test', questions: 25, pass_score: 20, attempts: 0, last: null, best: null, passed: false };
   it('before any attempt: size and pass mark', () => {
     expect(moduleTestSummary(fresh)).toBe('25 questions · pass with 20');
     expect(scoresText(fresh)).toMatch(/^25 questions across the eight lessons\. Pass with 20 right/);

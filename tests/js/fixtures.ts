@@ -8,11 +8,17 @@ export function gpuSample(index: number, fields: Partial<GpuSample> = {}): GpuSa
   return {
     index,
     utilization_gpu_pct: 50,
+    utilization_memory_pct: null,
     memory_used_bytes: 8 * GIB,
     memory_free_bytes: 72 * GIB,
     power_w: 200,
     temperature_c: 60,
     sm_clock_mhz: 1800,
+    mem_clock_mhz: null,
+    pcie_generation: null,
+    pcie_width: null,
+    pcie_tx_bytes_per_s: null,
+    pcie_rx_bytes_per_s: null,
     processes: [],
     unsupported: [],
     ...fields
@@ -21,6 +27,7 @@ export function gpuSample(index: number, fields: Partial<GpuSample> = {}): GpuSa
 
 export function sample(t: number, gpus: GpuSample[] = [gpuSample(0)]): TelemetrySample {
   return {
+    type: 'sample',
     t,
     host: { cpu_pct: 12.5, memory_used_bytes: 4 * GIB, memory_available_bytes: 12 * GIB },
     gpus
@@ -29,5 +36,5 @@ export function sample(t: number, gpus: GpuSample[] = [gpuSample(0)]): Telemetry
 
 /** A sample frame as the server sends it over the socket. */
 export function sampleFrame(t: number, gpus?: GpuSample[]): string {
-  return JSON.stringify({ type: 'sample', ...sample(t, gpus) });
+  return JSON.stringify(sample(t, gpus));
 }

@@ -15,13 +15,13 @@ describe('SourceAsmMap', () => {
 
   it('maps SASS instructions by their line, and says when there is no line info at all', () => {
     const map = SourceAsmMap.fromSass([
-      { offset: 0, text: 'LDC R1, c[0x0][0x28]' },
+      { offset: 0, text: 'LDC R1, c[0x0][0x28]', line: null },
       { offset: 16, text: 'S2R R0, SR_TID.X', line: 5 },
       { offset: 32, text: 'EXIT', line: null }
     ]);
     expect(map.asmLinesOf(5)).toEqual([1]);
     expect(map.sourceLineOf(1)).toBe(5);
-    expect(SourceAsmMap.fromSass([{ offset: 0, text: 'EXIT' }]).hasLineInfo).toBe(false);
+    expect(SourceAsmMap.fromSass([{ offset: 0, text: 'EXIT', line: null }]).hasLineInfo).toBe(false);
   });
 
   it('ignores line 0 and negative lines (no source)', () => {

@@ -76,8 +76,8 @@ describe('diagnosticMarks', () => {
   it('leaves out diagnostics without a line or past the end of the document', () => {
     const marks = diagnosticMarks(
       [
-        { line: null, severity: 'error', message: 'link failed' },
-        { line: 99, severity: 'error', message: 'in a header' },
+        { line: null, column: null, severity: 'error', message: 'link failed' },
+        { line: 99, column: null, severity: 'error', message: 'in a header' },
         { line: 4, column: 1, severity: 'warning', message: 'blank line' }
       ],
       doc(SOURCE)
@@ -92,10 +92,10 @@ describe('countDiagnostics and describeDiagnostic', () => {
   it('counts errors and warnings as the status line says them', () => {
     expect(
       countDiagnostics([
-        { severity: 'error', message: 'a' },
-        { severity: 'error', message: 'b' },
-        { severity: 'warning', message: 'c' },
-        { severity: 'note', message: 'd' }
+        { line: null, column: null, severity: 'error', message: 'a' },
+        { line: null, column: null, severity: 'error', message: 'b' },
+        { line: null, column: null, severity: 'warning', message: 'c' },
+        { line: null, column: null, severity: 'note', message: 'd' }
       ])
     ).toBe('2 errors, 1 warning');
     expect(countDiagnostics([])).toBe('');
@@ -103,6 +103,6 @@ describe('countDiagnostics and describeDiagnostic', () => {
 
   it('says where and how bad', () => {
     expect(describeDiagnostic({ line: 3, column: 9, severity: 'error', message: 'x' })).toBe('line 3:9: error: x');
-    expect(describeDiagnostic({ line: null, severity: 'warning', message: 'y' })).toBe('warning: y');
+    expect(describeDiagnostic({ line: null, column: null, severity: 'warning', message: 'y' })).toBe('warning: y');
   });
 });

@@ -10,7 +10,7 @@ describe('diagnosticDecorations', () => {
     const set = diagnosticDecorations(state, [
       { line: 2, column: 9, severity: 'error', message: 'identifier "q" is undefined' },
       { line: 4, column: null, severity: 'warning', message: 'odd' },
-      { line: null, severity: 'error', message: 'no line' }
+      { line: null, column: null, severity: 'error', message: 'no line' }
     ]);
     const found: Array<{ from: number; to: number; cls: string; attrs: Record<string, string> }> = [];
     set.between(0, state.doc.length, (from, to, decoration) => {

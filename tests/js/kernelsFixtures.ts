@@ -23,6 +23,7 @@ export function occupancyAt(blockSize: number, overrides: Partial<Occupancy> = {
     occupancy: 1,
     limited_by: 'warps',
     blocks_limit: { warps: Math.floor(2048 / blockSize), blocks: 32, registers: 8, shared_memory: 160 },
+    error: null,
     ...overrides
   };
 }
@@ -102,6 +103,7 @@ export function archList(overrides: Partial<ArchList> = {}): ArchList {
     numba_available: true,
     compiler_problem: null,
     gpu_arch: null,
+    gpu_name: null,
     max_source_bytes: 65536,
     simulator_max_threads: 4096,
     ...overrides
@@ -141,8 +143,8 @@ export function example(overrides: Partial<KernelExample> = {}): KernelExample {
     block: [256],
     shared_bytes: 0,
     args: [
-      { kind: 'array', name: 'x', dtype: 'float32', shape: [4096], init: 'random', seed: 3 },
-      { kind: 'array', name: 'total', dtype: 'float32', shape: [1], init: 'zeros', output: true },
+      { kind: 'array', name: 'x', dtype: 'float32', shape: [4096], init: 'random', value: 0, seed: 3, output: false },
+      { kind: 'array', name: 'total', dtype: 'float32', shape: [1], init: 'zeros', value: 0, seed: 0, output: true },
       { kind: 'scalar', name: 'n', dtype: 'int32', value: 4096 }
     ],
     expected: { total: 'total + x.sum(dtype=np.float64)' },

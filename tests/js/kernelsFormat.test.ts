@@ -27,7 +27,7 @@ describe('compileSummary', () => {
     expect(compileSummary(compiled())).toBe('Compiled in 45.0 ms');
     expect(compileSummary(compiled({ cached: true }))).toBe('Cached');
     expect(
-      compileSummary(compiled({ diagnostics: [{ line: 2, severity: 'warning', message: 'unused' }] }))
+      compileSummary(compiled({ diagnostics: [{ line: 2, column: null, severity: 'warning', message: 'unused' }] }))
     ).toBe('Compiled in 45.0 ms, 1 warning');
   });
 
@@ -37,8 +37,8 @@ describe('compileSummary', () => {
         compiled({
           ok: false,
           diagnostics: [
-            { line: 3, severity: 'error', message: 'a' },
-            { line: 4, severity: 'error', message: 'b' }
+            { line: 3, column: null, severity: 'error', message: 'a' },
+            { line: 4, column: null, severity: 'error', message: 'b' }
           ]
         })
       )
@@ -76,11 +76,11 @@ describe('run labels', () => {
       runVerdict(
         simulatorRun({
           status: 'failed',
-          checks: [{ name: 'c', ok: false, checked: true, mismatches: 3, preview: [] }]
+          checks: [{ name: 'c', ok: false, checked: true, max_abs_error: null, mismatches: 3, first_mismatch: null, preview: [] }]
         })
       )
     ).toBe('Failed: c (3 wrong)');
-    expect(runVerdict(simulatorRun({ status: 'error', error: { kind: 'out_of_bounds', message: 'index 1024' } }))).toBe(
+    expect(runVerdict(simulatorRun({ status: 'error', error: { kind: 'out_of_bounds', message: 'index 1024', thread: null, block: null, line: null } }))).toBe(
       'Error: out of bounds'
     );
   });
@@ -104,8 +104,8 @@ describe('runErrorMark', () => {
   });
 
   it('leaves compile errors to the compile, and errors without a line unmarked', () => {
-    expect(runErrorMark({ kind: 'compile_error', message: 'x', line: 3 })).toBeNull();
-    expect(runErrorMark({ kind: 'timeout', message: 'slow' })).toBeNull();
+    expect(runErrorMark({ kind: 'compile_error', message: 'x', thread: null, block: null, line: 3 })).toBeNull();
+    expect(runErrorMark({ kind: 'timeout', message: 'slow', thread: null, block: null, line: null })).toBeNull();
     expect(runErrorMark(null)).toBeNull();
   });
 });

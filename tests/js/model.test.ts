@@ -25,8 +25,8 @@ describe('TelemetryModel', () => {
     const changes: TelemetryChange[] = [];
     model.changed.connect((_, change) => changes.push(change));
     model.handleMessage(history());
-    model.handleMessage({ type: 'sample', ...sample(102) });
-    model.handleMessage({ type: 'sample', ...sample(103) });
+    model.handleMessage(sample(102));
+    model.handleMessage(sample(103));
     expect(model.samples.map(s => s.t)).toEqual([100, 101, 102, 103]);
     expect(model.received).toBe(4);
     expect(changes).toEqual(['history', 'sample', 'sample']);
@@ -35,7 +35,7 @@ describe('TelemetryModel', () => {
   it('keeps only the samples inside the time window', () => {
     const model = new TelemetryModel({ windowSeconds: 10 });
     for (let t = 0; t <= 30; t++) {
-      model.handleMessage({ type: 'sample', ...sample(t) });
+      model.handleMessage(sample(t));
     }
     expect(model.samples[0].t).toBe(20);
     expect(model.samples[model.samples.length - 1].t).toBe(30);
@@ -46,7 +46,7 @@ describe('TelemetryModel', () => {
   it('narrowing the window trims at once; widening keeps what is left', () => {
     const model = new TelemetryModel({ windowSeconds: 60 });
     for (let t = 0; t < 60; t++) {
-      model.handleMessage({ type: 'sample', ...sample(t) });
+      model.handleMessage(sample(t));
     }
     model.windowSeconds = 5;
     expect(model.samples.map(s => s.t)).toEqual([54, 55, 56, 57, 58, 59]);
@@ -57,7 +57,7 @@ describe('TelemetryModel', () => {
   it('caps the number of samples kept whatever their times', () => {
     const model = new TelemetryModel({ windowSeconds: 600, maxSamples: 50 });
     for (let i = 0; i < 5000; i++) {
-      model.handleMessage({ type: 'sample', ...sample(i * 0.05) });
+      model.handleMessage(sample(i * 0.05));
     }
     expect(model.size).toBe(50);
     expect(model.latest!.t).toBeCloseTo(4999 * 0.05);
@@ -66,15 +66,15 @@ describe('TelemetryModel', () => {
   it('drops duplicate and late samples so times stay increasing', () => {
     const model = new TelemetryModel();
     model.handleMessage(history([sample(100), sample(101)]));
-    model.handleMessage({ type: 'sample', ...sample(101) });
-    model.handleMessage({ type: 'sample', ...sample(100.5) });
+    model.handleMessage(sample(101));
+    model.handleMessage(sample(100.5));
     expect(model.samples.map(s => s.t)).toEqual([100, 101]);
   });
 
   it('starts over when the clock jumps back by more than a window (a replay restarted)', () => {
     const model = new TelemetryModel({ windowSeconds: 10 });
     model.handleMessage(history([sample(1000), sample(1001)]));
-    model.handleMessage({ type: 'sample', ...sample(5) });
+    model.handleMessage(sample(5));
     expect(model.samples.map(s => s.t)).toEqual([5]);
   });
 
@@ -82,11 +82,11 @@ describe('TelemetryModel', () => {
     const model = new TelemetryModel();
     model.handleMessage(history());
     model.setPaused(true);
-    model.handleMessage({ type: 'sample', ...sample(102) });
+    model.handleMessage(sample(102));
     expect(model.samples.map(s => s.t)).toEqual([100, 101]);
     expect(model.received).toBe(2);
     model.setPaused(false);
-    model.handleMessage({ type: 'sample', ...sample(103) });
+    model.handleMessage(sample(103));
     expect(model.samples.map(s => s.t)).toEqual([100, 101, 103]);
   });
 
@@ -105,7 +105,7 @@ describe('TelemetryModel', () => {
     const errors: string[] = [];
     model.errorReported.connect((_, message) => errors.push(message));
     model.handleMessage(history());
-    model.handleMessage({ type: 'error', error: { code: 'bad_control', message: 'hz must be > 0' } });
+    model.handleMessage({ type: 'error', error: { code: 'bad_control', message: 'hz must be > 0', detail: null } });
     expect(errors).toEqual(['hz must be > 0']);
     expect(model.lastError).toBe('hz must be > 0');
     expect(model.size).toBe(2);
@@ -146,10 +146,9 @@ describe('TelemetryModel', () => {
       const model = new TelemetryModel();
       model.handleMessage(history([sample(1, [gpuSample(0)])]));
       expect(model.gpuIndices()).toEqual([0]);
-      model.handleMessage({
-        type: 'sample',
-        ...sample(2, [gpuSample(2, { utilization_gpu_pct: 90 }), gpuSample(0, { utilization_gpu_pct: 10 })])
-      });
+      model.handleMessage(
+        sample(2, [gpuSample(2, { utilization_gpu_pct: 90 }), gpuSample(0, { utilization_gpu_pct: 10 })])
+      );
       expect(model.gpuIndices()).toEqual([0, 2]);
       expect(model.gpuSeries(metric('utilization'))).toEqual([
         [1, 2],
@@ -170,7 +169,7 @@ describe('TelemetryModel', () => {
     it('only covers the window', () => {
       const model = new TelemetryModel({ windowSeconds: 2 });
       for (let t = 0; t < 10; t++) {
-        model.handleMessage({ type: 'sample', ...sample(t, [gpuSample(0, { temperature_c: t })]) });
+        model.handleMessage(sample(t, [gpuSample(0, { temperature_c: t })]));
       }
       expect(model.gpuSeries(metric('temperature'))).toEqual([
         [7, 8, 9],

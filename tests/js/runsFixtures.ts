@@ -10,16 +10,16 @@ export const DDP_LAB: LabSummary = {
   cpu_path: 'gloo over loopback',
   launcher: 'torchrun',
   parameters: [
-    { name: 'nproc', type: 'int', default: 2, help: 'Processes', min: 1, max: 8 },
-    { name: 'epochs', type: 'int', default: 3, help: 'Passes', min: 1, max: 50 },
-    { name: 'lr', type: 'float', default: 0.05, help: 'SGD learning rate', min: 0.0001, max: 1 },
-    { name: 'use_sampler', type: 'bool', default: true, help: 'DistributedSampler' },
-    { name: 'block', type: 'choice', default: 256, help: 'Threads', choices: [64, 128, 256] },
-    { name: 'part', type: 'choice', default: 'all', help: 'Which part', choices: ['vector-add', 'all'] }
+    { name: 'nproc', type: 'int', default: 2, help: 'Processes', min: 1, max: 8, choices: null },
+    { name: 'epochs', type: 'int', default: 3, help: 'Passes', min: 1, max: 50, choices: null },
+    { name: 'lr', type: 'float', default: 0.05, help: 'SGD learning rate', min: 0.0001, max: 1, choices: null },
+    { name: 'use_sampler', type: 'bool', default: true, help: 'DistributedSampler', min: null, max: null, choices: null },
+    { name: 'block', type: 'choice', default: 256, help: 'Threads', min: null, max: null, choices: [64, 128, 256] },
+    { name: 'part', type: 'choice', default: 'all', help: 'Which part', min: null, max: null, choices: ['vector-add', 'all'] }
   ],
   metrics: [
-    { name: 'loss', unit: 'nats', help: '' },
-    { name: 'epoch_time_s', unit: 's', help: '' }
+    { name: 'loss', unit: 'nats', help: '', chart: true },
+    { name: 'epoch_time_s', unit: 's', help: '', chart: true }
   ],
   checks: []
 };
@@ -44,8 +44,12 @@ export function makeRun(overrides: Partial<Run> = {}): Run {
     exit_code: null,
     root_cause: null,
     checks: [],
+    record_memory: false,
+    script_path: null,
+    script_args: [],
     group: null,
     group_param: null,
+    user: '',
     ...overrides
   };
 }

@@ -19,9 +19,20 @@ async def _devices(jp_fetch):
     return json.loads(r.body)
 
 
+def _frame(text):
+    """A telemetry frame, checked against the model the OpenAPI document names for its type."""
+    from gpudojo.api.models import SocketError
+    from gpudojo.gpu.models import TelemetryHistory, TelemetrySample, TelemetryState
+
+    msg = json.loads(text)
+    model = {"history": TelemetryHistory, "sample": TelemetrySample, "state": TelemetryState, "error": SocketError}
+    assert model[msg["type"]].model_validate_json(text).model_dump(mode="json") == msg
+    return msg
+
+
 async def _next(ws, kind, timeout=5.0):
     while True:
-        msg = json.loads(await asyncio.wait_for(ws.read_message(), timeout))
+        msg = _frame(await asyncio.wait_for(ws.read_message(), timeout))
         if msg["type"] == kind:
             return msg
 
@@ -55,7 +66,7 @@ async def test_devices_without_a_gpu_say_why_and_report_the_host(jp_fetch):
 
 async def test_telemetry_socket_sends_history_then_samples(jp_ws_fetch):
     ws = await jp_ws_fetch("gpudojo", "api", "gpu", "telemetry", params={"hz": "10"})
-    first = json.loads(await asyncio.wait_for(ws.read_message(), 5))
+    first = _frame(await asyncio.wait_for(ws.read_message(), 5))
     assert first["type"] == "history" and first["mode"] == "replay"
     assert first["rate_hz"] == 10 and first["max_hz"] == 20
     ticks = [await _next(ws, "sample") for _ in range(3)]
@@ -65,7 +76,7 @@ async def test_telemetry_socket_sends_history_then_samples(jp_ws_fetch):
     ws.close()
     # A later subscriber starts with what the first one saw.
     ws2 = await jp_ws_fetch("gpudojo", "api", "gpu", "telemetry")
-    history = json.loads(await asyncio.wait_for(ws2.read_message(), 5))
+    history = _frame(await asyncio.wait_for(ws2.read_message(), 5))
     assert history["type"] == "history" and len(history["samples"]) >= 3
     ws2.close()
 

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from gpudojo.api.base import status_of
+from gpudojo.errors import ServiceError
 from gpudojo.runs.models import LabRunRequest, ScriptRunRequest, SweepSpec
 from gpudojo.runs.procs import alive_of
-from gpudojo.runs.service import RunRequestError, RunService
+from gpudojo.runs.service import RunService
 
 LABS = Path(__file__).resolve().parents[1] / "data" / "labs"
 pytestmark = pytest.mark.timeout(180)
@@ -132,6 +134,7 @@ def test_server_restart_marks_a_killed_run_lost_and_kills_its_workers(tmp_path):
     server = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
     run_id = server.stdout.readline().strip()
     probe = RunService(LABS, data, tmp_path)  # its owner is alive: the run is left alone
+    assert probe.start() == []
     try:
         wait_for(lambda: len(probe.store.pids(run_id)) >= 3)
         assert probe.get(run_id).status == "running"
@@ -142,6 +145,8 @@ def test_server_restart_marks_a_killed_run_lost_and_kills_its_workers(tmp_path):
     server.wait()
     assert alive_of(pids), "the workers outlive a killed server until someone reaps them"
     restarted = RunService(LABS, data, tmp_path)
+    assert restarted.get(run_id).status == "running"  # recovery is the explicit start step
+    assert restarted.start() == [run_id]
     try:
         run = restarted.get(run_id)
         assert run.status == "lost" and "server stopped" in run.root_cause.exception
@@ -162,17 +167,17 @@ def test_server_restart_marks_a_killed_run_lost_and_kills_its_workers(tmp_path):
     ],
 )
 def test_bad_parameters_name_the_field(service, params, param, words):
-    with pytest.raises(RunRequestError) as info:
+    with pytest.raises(ServiceError) as info:
         service.submit(lab(**params))
-    assert info.value.status == 400
-    assert [e["param"] for e in info.value.errors] == [param] and words in info.value.errors[0]["message"]
+    assert status_of(info.value) == 400
+    assert [e["param"] for e in info.value.detail] == [param] and words in info.value.detail[0]["message"]
     assert service.list() == []
 
 
 def test_unknown_and_broken_labs(service):
-    with pytest.raises(RunRequestError) as info:
+    with pytest.raises(ServiceError) as info:
         service.submit(LabRunRequest(lab="lab-nope"))
-    assert info.value.status == 404
+    assert status_of(info.value) == 404
     listing = service.labs()
     assert [p.lab for p in listing.problems] == ["lab-broken"] and "nowhere.py" in listing.problems[0].message
     assert {lab.id for lab in listing.labs} == {"lab-test-ddp", "lab-test-single"}
@@ -233,9 +238,9 @@ def test_learners_script_inside_root_only(service):
     events, _ = all_events(service, run.id)
     assert any(e["type"] == "log" and e["text"] == "hi ['--x', '1']" for e in events)
     for path, status in (("../outside.py", 403), ("missing.py", 404), ("/etc/passwd", 403)):
-        with pytest.raises(RunRequestError) as info:
+        with pytest.raises(ServiceError) as info:
             service.submit(ScriptRunRequest(path=path))
-        assert info.value.status == status
+        assert status_of(info.value) == status
 
 
 def test_single_process_lab_failure_has_its_traceback(service):
@@ -295,8 +300,43 @@ def test_root_cause_prefers_torchruns_verdict_and_self_inflicted_failures(tmp_pa
 
 
 def test_more_ranks_than_gpus_is_refused_naming_nproc(service):
-    with pytest.raises(RunRequestError) as info:
+    with pytest.raises(ServiceError) as info:
         service.submit(lab(nproc=4), gpus=2)
-    assert info.value.errors == [
+    assert info.value.detail == [
         {"param": "nproc", "message": "4 processes but 2 GPU(s) here: with NCCL each rank needs a GPU of its own"}
     ]
+
+
+def test_another_launcher_plugs_in_behind_the_launcher_interface(tmp_path):
+    """An engine (Slurm, Kubernetes) gets the same LaunchSpec and wraps the command its own way."""
+    from gpudojo.runfolder import BACKEND_ENV, RECORD_MEMORY_ENV, RUN_DIR_ENV
+    from gpudojo.runs.launch import LaunchPlan, LocalLauncher
+
+    class WrappingLauncher(LocalLauncher):
+        def __init__(self):
+            super().__init__()
+            self.specs = []
+
+        def plan(self, spec):
+            self.specs.append(spec)
+            local = super().plan(spec)
+            return LaunchPlan(argv=["/usr/bin/env", "ENGINE=test", *local.argv], env=local.env, cwd=local.cwd)
+
+    launcher = WrappingLauncher()
+    svc = RunService(LABS, tmp_path / "data", tmp_path, launcher=launcher)
+    try:
+        (run,) = svc.submit(LabRunRequest(lab="lab-test-single", record_memory=True))
+        done = svc.wait(run.id, 60)
+        assert done.status == "succeeded" and done.argv[:2] == ["/usr/bin/env", "ENGINE=test"]
+        (spec,) = launcher.specs
+        assert (spec.launcher, spec.nproc, spec.dist_backend, spec.record_memory) == ("python", 1, "gloo", True)
+        env = launcher.plan(spec).env
+        assert env[RUN_DIR_ENV] == str(svc.runs_dir / run.id) and env[BACKEND_ENV] == "gloo"
+        assert env[RECORD_MEMORY_ENV] == "1"
+        # What the script reported went where the run folder contract says, and was streamed.
+        assert svc.folder(run.id).metrics_file(0).is_file()
+        events, _ = all_events(svc, run.id)
+        assert any(e["type"] == "log" and e["text"] == "single step 1" for e in events)
+        assert sum(e["type"] == "metric" for e in events) == 2
+    finally:
+        svc.close()

@@ -68,6 +68,8 @@ async def error_of(call):
 
 async def read_stream(jp_ws_fetch, run_id, after=-1, timeout=120):
     """Every event the stream sends until the server closes it."""
+    from gpudojo.runs.models import EventBatch
+
     ws = await jp_ws_fetch("gpudojo", "api", "runs", run_id, "stream", params={"after": str(after)})
     events = []
     deadline = asyncio.get_running_loop().time() + timeout
@@ -81,6 +83,8 @@ async def read_stream(jp_ws_fetch, run_id, after=-1, timeout=120):
             break
         doc = json.loads(message)
         assert doc["type"] == "batch"
+        # Every frame is an EventBatch as the OpenAPI document describes it, event by event.
+        assert EventBatch.model_validate_json(message).model_dump(mode="json") == doc
         events += doc["events"]
     return events
 

@@ -72,3 +72,19 @@ def test_runs_cancel_stops_a_run_another_process_supervises(tmp_path):
         assert server.get(run.id).status == "cancelled" and alive_of(pids) == []
     finally:
         server.close()
+
+
+def test_a_passing_cli_lab_run_completes_the_lab_in_progress(tmp_path):
+    import json
+
+    before = gpudojo(tmp_path, "progress", "--json", *common(tmp_path))
+    assert before.returncode == 0, before.stderr
+    status = {lab["id"]: lab["progress"]["status"] for lab in json.loads(before.stdout)["labs"]}
+    assert status["lab-test-ddp"] == "not_started"
+    ran = gpudojo(tmp_path, "lab", "run", "lab-test-ddp", *common(tmp_path), "--set", "nproc=1", "--set", "steps=3")
+    assert ran.returncode == 0 and "[PASS] Loss falls" in ran.stdout, ran.stdout + ran.stderr
+    after = gpudojo(tmp_path, "progress", "--json", *common(tmp_path))
+    status = {lab["id"]: lab["progress"]["status"] for lab in json.loads(after.stdout)["labs"]}
+    assert status == {"lab-test-ddp": "completed", "lab-test-single": "not_started"}
+    text = gpudojo(tmp_path, "progress", *common(tmp_path))
+    assert "[x] lab" in text.stdout and "1 of" in text.stdout

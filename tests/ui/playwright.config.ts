@@ -4,10 +4,22 @@ import * as path from 'path';
 const repo = path.resolve(__dirname, '..', '..');
 export const TOKEN = 'gpudojo-ui-test';
 
-/** One JupyterLab per scenario: a replayed 2-GPU node, and this machine as it is. */
+/** A port from the environment (two checkouts can run their browser tests side by side), else the default. */
+function port(name: string, fallback: number): number {
+  const value = Number(process.env[name]);
+  return Number.isInteger(value) && value > 0 ? value : fallback;
+}
+
+/**
+ * One JupyterLab per scenario: a replayed 2-GPU node, and this machine as it is.
+ * GPUDOJO_UI_PORT_REPLAY and GPUDOJO_UI_PORT_LIVE move them off 18891 and 18892.
+ */
 const servers = {
-  replay: { port: 18891, args: `--GPUDojo.gpu_replay_file=${repo}/tests/data/gpu/2gpu-h100-nvlink.jsonl` },
-  live: { port: 18892, args: '' }
+  replay: {
+    port: port('GPUDOJO_UI_PORT_REPLAY', 18891),
+    args: `--GPUDojo.gpu_replay_file=${repo}/tests/data/gpu/2gpu-h100-nvlink.jsonl`
+  },
+  live: { port: port('GPUDOJO_UI_PORT_LIVE', 18892), args: '' }
 };
 
 export default defineConfig({

@@ -41,6 +41,7 @@ function checkSample(value: unknown, where: string): TelemetrySample {
     }
   }
   return {
+    type: 'sample',
     t: value.t,
     host: value.host as unknown as TelemetrySample['host'],
     gpus: gpus as TelemetrySample['gpus']
@@ -81,7 +82,7 @@ export function parseTelemetryMessage(data: string): TelemetryMessage {
       };
     }
     case 'sample':
-      return { type: 'sample', ...checkSample(value, 'sample') };
+      return checkSample(value, 'sample');
     case 'state':
       if (typeof value.paused !== 'boolean' || !isNumber(value.rate_hz)) {
         throw new TelemetryProtocolError('state: paused and rate_hz are required');

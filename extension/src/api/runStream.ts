@@ -42,7 +42,11 @@ export function parseRunStreamMessage(text: string): RunStreamMessage {
   if (doc.type === 'error' && isObject(doc.error)) {
     return {
       type: 'error',
-      error: { code: String(doc.error.code ?? 'error'), message: String(doc.error.message ?? '') }
+      error: {
+        code: String(doc.error.code ?? 'error'),
+        message: String(doc.error.message ?? ''),
+        detail: doc.error.detail ?? null
+      }
     };
   }
   if (doc.type !== 'batch' || !Array.isArray(doc.events)) {

@@ -9,8 +9,9 @@ import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/appu
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { Widget } from '@lumino/widgets';
-import { GpudojoClient } from '../api/client';
-import { IGpudojoSidebar } from '../sidebar/panel';
+import type { GpudojoClient } from '../api/client';
+import type { DevicesModel } from '../gpu/devicesModel';
+import { IDevicesModel, IGpudojoClient, IGpudojoSidebar } from '../tokens';
 import { CourseCommandIds } from './commands';
 import { AcceptanceView } from './acceptance';
 import { LessonView } from './lesson';
@@ -28,35 +29,30 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
   id: 'gpudojo:course',
   description: 'The course: lessons in the sidebar and the main area, with quizzes and progress.',
   autoStart: true,
-  requires: [IGpudojoSidebar, IRenderMimeRegistry, IDocumentManager],
+  requires: [IGpudojoSidebar, IRenderMimeRegistry, IDocumentManager, IGpudojoClient, IDevicesModel],
   optional: [ILayoutRestorer, ICommandPalette],
   activate: (
     app: JupyterFrontEnd,
     sidebar: IGpudojoSidebar,
     rendermime: IRenderMimeRegistry,
     docManager: IDocumentManager,
+    client: GpudojoClient,
+    devices: DevicesModel,
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null
   ) => {
-    const client = new GpudojoClient(app.serviceManager.serverSettings);
     const model = new CourseModel(client);
     sidebar.addSection(new CourseSection({ model, commands: app.commands }), {
       rank: COURSE_SECTION_RANK
     });
 
-    // Asked once per session: whether GPU cells can run here (else lessons show expected output).
-    let canRunGpu: Promise<boolean> | null = null;
-    const gpuMode = () => {
-      if (!canRunGpu) {
-        canRunGpu = client.getDevices().then(
-          devices => devices.mode === 'gpu',
-          () => {
-            canRunGpu = null;
-            return false;
-          }
-        );
+    // Whether GPU cells can run here (else lessons show expected output): from the one devices
+    // model, fetched now if nobody has yet (a failed fetch says no, and is tried again next time).
+    const gpuMode = async (): Promise<boolean> => {
+      if (!devices.devices) {
+        await devices.refresh().catch(() => undefined);
       }
-      return canRunGpu;
+      return devices.devices?.mode === 'gpu';
     };
 
     const tracker = new WidgetTracker<MainAreaWidget<LessonView>>({

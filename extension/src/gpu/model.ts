@@ -138,8 +138,7 @@ export class TelemetryModel {
         if (this._paused) {
           return;
         }
-        const { type: _type, ...sample } = message;
-        if (this._append(sample)) {
+        if (this._append(message)) {
           this._trim();
           this._changed.emit('sample');
         }

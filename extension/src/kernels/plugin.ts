@@ -9,9 +9,10 @@ import { ICommandPalette, IThemeManager, MainAreaWidget, WidgetTracker } from '@
 import { IEditorServices } from '@jupyterlab/codeeditor';
 import { ILauncher } from '@jupyterlab/launcher';
 import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
-import { GpudojoClient } from '../api/client';
+import type { GpudojoClient } from '../api/client';
 import { gpudojoIcon } from '../icons';
 import { showInMainArea } from '../shell';
+import { IGpudojoClient } from '../tokens';
 import { KernelCommandIds, playgroundId, readPlaygroundArgs } from './commands';
 import { Debouncer } from './latest';
 import type { PlaygroundChange } from './model';
@@ -29,17 +30,17 @@ export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'gpudojo:kernels',
   description: 'The Kernel Playground: CUDA C and numba kernels with PTX, SASS, resources, occupancy and runs.',
   autoStart: true,
-  requires: [IEditorServices],
+  requires: [IEditorServices, IGpudojoClient],
   optional: [ICommandPalette, ILauncher, ILayoutRestorer, IThemeManager],
   activate: (
     app: JupyterFrontEnd,
     editorServices: IEditorServices,
+    client: GpudojoClient,
     palette: ICommandPalette | null,
     launcher: ILauncher | null,
     restorer: ILayoutRestorer | null,
     themeManager: IThemeManager | null
   ) => {
-    const client = new GpudojoClient(app.serviceManager.serverSettings);
     const tracker = new WidgetTracker<MainAreaWidget<KernelPlayground>>({
       namespace: 'gpudojo-kernel-playground'
     });

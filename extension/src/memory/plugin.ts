@@ -7,44 +7,34 @@
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, IThemeManager, MainAreaWidget, WidgetTracker, showErrorMessage } from '@jupyterlab/apputils';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
-import { Token } from '@lumino/coreutils';
-import { GpudojoClient } from '../api/client';
+import type { GpudojoClient } from '../api/client';
 import type { Analysis, Capture } from '../api/types';
 import { showInMainArea } from '../shell';
 import { Widget } from '@lumino/widgets';
 import { h } from '../dom';
 import { gpudojoIcon } from '../icons';
+import { IGpudojoClient, IMemoryViewer } from '../tokens';
 import { MemoryCommandIds, isSnapshotFile, memoryViewId, newestCapture, readCaptureId, readEstimator } from './commands';
 import { EstimatorView } from './estimatorView';
 import { MemoryView } from './memoryView';
 import { categoryColor, readMemoryPalette } from './palette';
 import { RunMemorySection } from './runMemory';
 
-/** What the run view asks of the memory feature. */
-export interface IMemoryViewer {
-  /** A run's Memory section (call update(run) on each change of the run). */
-  createRunSection(): RunMemorySection;
-}
-
-export const IMemoryViewer = new Token<IMemoryViewer>(
-  'gpudojo:IMemoryViewer',
-  'Memory timelines of captures: their own panels, and the Memory section of run views.'
-);
-
 export const memoryPlugin: JupyterFrontEndPlugin<IMemoryViewer> = {
   id: 'gpudojo:memory',
   description: 'Memory timelines of CUDA snapshots and CPU profiler captures: peak, OOMs, diffs and the estimator.',
   autoStart: true,
   provides: IMemoryViewer,
+  requires: [IGpudojoClient],
   optional: [ICommandPalette, ILayoutRestorer, IFileBrowserFactory, IThemeManager],
   activate: (
     app: JupyterFrontEnd,
+    client: GpudojoClient,
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null,
     browsers: IFileBrowserFactory | null,
     themeManager: IThemeManager | null
   ): IMemoryViewer => {
-    const client = new GpudojoClient(app.serviceManager.serverSettings);
     const tracker = new WidgetTracker<MainAreaWidget<MemoryView>>({ namespace: 'gpudojo-memory' });
 
     /** The captures of the open panels: any of them can be the other side of a diff. */

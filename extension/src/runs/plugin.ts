@@ -7,11 +7,10 @@
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, IThemeManager, MainAreaWidget, WidgetTracker, showErrorMessage } from '@jupyterlab/apputils';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
-import { GpudojoClient } from '../api/client';
+import type { GpudojoClient } from '../api/client';
 import type { LabRunRequest, Run, StartRunRequest } from '../api/types';
-import { IMemoryViewer } from '../memory/plugin';
-import { IGpudojoSidebar } from '../sidebar/panel';
 import { showInMainArea } from '../shell';
+import { IGpudojoClient, IGpudojoSidebar, IMemoryViewer } from '../tokens';
 import {
   RunCommandIds,
   readGroupId,
@@ -42,18 +41,18 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'gpudojo:runs',
   description: 'One-click labs: parameter forms, live run views with logs, metrics and checks, sweeps and scaling.',
   autoStart: true,
-  requires: [IGpudojoSidebar],
+  requires: [IGpudojoSidebar, IGpudojoClient],
   optional: [ICommandPalette, ILayoutRestorer, IFileBrowserFactory, IThemeManager, IMemoryViewer],
   activate: (
     app: JupyterFrontEnd,
     sidebar: IGpudojoSidebar,
+    client: GpudojoClient,
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null,
     browsers: IFileBrowserFactory | null,
     themeManager: IThemeManager | null,
     memory: IMemoryViewer | null
   ) => {
-    const client = new GpudojoClient(app.serviceManager.serverSettings);
     const labs = new LabCatalog(client);
     const listModel = new RunsListModel(client);
     const list = new RunsList({

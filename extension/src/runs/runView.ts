@@ -10,8 +10,7 @@ import { Widget } from '@lumino/widgets';
 import type { GpudojoClient } from '../api/client';
 import type { RunStream, RunStreamStatus } from '../api/runStream';
 import type { Run, RunEvent } from '../api/types';
-import type { IMemoryViewer } from '../memory/plugin';
-import type { RunMemorySection } from '../memory/runMemory';
+import type { IMemoryViewer, IRunMemorySection } from '../tokens';
 import { NextFrame, h } from '../dom';
 import { gpudojoIcon } from '../icons';
 import { runViewId } from './commands';
@@ -283,7 +282,7 @@ export class RunView extends Widget {
   private _checksSection: HTMLElement;
   private _metricsSection: HTMLElement;
   private _charts: MetricCharts;
-  private _memory: RunMemorySection | null;
+  private _memory: IRunMemorySection | null;
   private _logs: LogView;
   private _dirty: RunChange = { run: false, logs: false, metrics: false };
   private _frame = new NextFrame(() => this._render());

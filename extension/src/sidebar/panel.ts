@@ -4,25 +4,9 @@
  */
 
 import { SidePanel } from '@jupyterlab/ui-components';
-import { Token } from '@lumino/coreutils';
 import { AccordionPanel, Widget } from '@lumino/widgets';
 import { gpudojoIcon } from '../icons';
-
-/** The sidebar, for plugins that add a section to it. */
-export interface IGpudojoSidebar {
-  /**
-   * Add a section; its `title.label` is the section header. Lower ranks sit
-   * higher (the Course section uses 100, GPU 500).
-   */
-  addSection(widget: Widget, options?: { rank?: number }): void;
-  /** Expand `widget`'s section (added before) and scroll it into view; the caller shows the sidebar. */
-  revealSection(widget: Widget): void;
-}
-
-export const IGpudojoSidebar = new Token<IGpudojoSidebar>(
-  'gpudojo:IGpudojoSidebar',
-  'The gpudojo sidebar panel, to which features add sections.'
-);
+import type { IGpudojoSidebar } from '../tokens';
 
 export class GpudojoSidebar extends SidePanel implements IGpudojoSidebar {
   constructor() {

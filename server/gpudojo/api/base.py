@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import sys
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -13,6 +14,8 @@ from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web, websocket
+
+from .. import errors
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -37,6 +40,29 @@ class ApiError(web.HTTPError):
 
 def error_body(status: int, code: str, message: str, detail: Any = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "detail": detail}}
+
+
+# The one place where a service's refusal becomes an HTTP status. A subclass that derives
+# from two kinds (a compile timeout is a TimedOut and a CompileFailure) gets the first in
+# its MRO, so the most specific kind wins.
+SERVICE_ERROR_STATUS: dict[type[errors.ServiceError], int] = {
+    errors.Invalid: 400,
+    errors.Forbidden: 403,
+    errors.NotFound: 404,
+    errors.Conflict: 409,
+    errors.TooLarge: 413,
+    errors.Failed: 502,
+    errors.Unavailable: 503,
+    errors.TimedOut: 504,
+}
+
+
+def status_of(err: errors.ServiceError) -> int:
+    """The HTTP status for a service error (500 for a kind without one)."""
+    for cls in type(err).__mro__:
+        if cls in SERVICE_ERROR_STATUS:
+            return SERVICE_ERROR_STATUS[cls]
+    return 500
 
 
 class GPUDojoHandler(ExtensionHandlerMixin, APIHandler):
@@ -90,10 +116,17 @@ class GPUDojoHandler(ExtensionHandlerMixin, APIHandler):
         self.set_header("Content-Type", "application/json")
         self.finish(text)
 
+    def _handle_request_exception(self, e: BaseException) -> None:
+        # A service's refusal is an answer, not a crash: its status, no traceback in the log.
+        if isinstance(e, errors.ServiceError) and not self._finished:
+            self.send_error(status_of(e), exc_info=sys.exc_info())
+            return
+        super()._handle_request_exception(e)
+
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         # Never a traceback: a code the client can switch on and words for a person.
         exc = kwargs.get("exc_info", (None, None, None))[1]
-        if isinstance(exc, ApiError):
+        if isinstance(exc, ApiError | errors.ServiceError):
             body = error_body(status_code, exc.code, exc.message, exc.detail)
         elif isinstance(exc, web.HTTPError):
             phrase = HTTPStatus(status_code).phrase if status_code in HTTPStatus._value2member_map_ else "Error"

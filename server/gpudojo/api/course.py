@@ -9,7 +9,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from .base import ApiError, GPUDojoHandler
+from .base import GPUDojoHandler
 
 LESSON_ID = r"(?P<lesson_id>[a-z0-9][a-z0-9-]{0,99})"
 
@@ -23,17 +23,9 @@ def _models():
 
 class CourseHandler(GPUDojoHandler):
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run a course service call off the event loop, mapping its errors to 4xx."""
-        from ..course.quiz import QuizAnswerError
-        from ..course.service import UnknownItem
-
+        """Run a course service call off the event loop (its errors map to 4xx in the base handler)."""
         course = self.services.course
-        try:
-            return await self.services.in_io_thread(lambda: fn(course, *args))
-        except UnknownItem as err:
-            raise ApiError(404, "not_found", str(err)) from err
-        except QuizAnswerError as err:
-            raise ApiError(400, "invalid_answers", str(err)) from err
+        return await self.services.in_io_thread(lambda: fn(course, *args))
 
 
 class CatalogHandler(CourseHandler):

@@ -36,7 +36,7 @@ class TelemetryHandler(GPUDojoWebSocket):
             "summary": "Websocket: {type: history} then {type: sample} readings; send {type: pause|resume|rate}",
             "websocket": True,
             "query": {"hz": "Requested rate in Hz, clamped by the server"},
-            "messages_out": ["TelemetryHistory", "TelemetrySample"],
+            "messages_out": ["TelemetryHistory", "TelemetrySample", "TelemetryState", "SocketError"],
             "messages_in": ["TelemetryControl"],
         }
     }
@@ -47,14 +47,12 @@ class TelemetryHandler(GPUDojoWebSocket):
         sampler = self.services.sampler
         hz = self._requested_hz()
         mode = await self.services.in_gpu_thread(lambda: self.services.probe.mode)
-        history = {
-            "type": "history",
-            "rate_hz": sampler.clamp(hz),
-            "max_hz": sampler.max_hz,
-            "mode": mode,
-            "samples": sampler.history(),
-        }
-        self.write_message(json.dumps(history, separators=(",", ":")))
+        from ..gpu.models import TelemetryHistory
+
+        history = TelemetryHistory(
+            rate_hz=sampler.clamp(hz), max_hz=sampler.max_hz, mode=mode, samples=sampler.history()
+        )
+        self.write_message(history.model_dump_json())
         self._sub = sampler.subscribe(self._send, hz)
 
     def _requested_hz(self) -> float | None:
@@ -75,7 +73,7 @@ class TelemetryHandler(GPUDojoWebSocket):
             return
         from pydantic import ValidationError
 
-        from ..gpu.models import TelemetryControl
+        from ..gpu.models import TelemetryControl, TelemetryState
 
         try:
             control = TelemetryControl.model_validate_json(message)
@@ -91,12 +89,13 @@ class TelemetryHandler(GPUDojoWebSocket):
             return
         else:
             self._sub.set_rate(control.hz)
-        self.write_message(json.dumps({"type": "state", "paused": self._sub.paused, "rate_hz": self._sub.hz}))
+        state = TelemetryState(paused=self._sub.paused, rate_hz=self._sub.hz)
+        self.write_message(state.model_dump_json())
 
     def _error(self, code: str, message: str, detail: Any = None) -> None:
-        self.write_message(
-            json.dumps({"type": "error", "error": {"code": code, "message": message, "detail": detail}}, default=str)
-        )
+        from .models import socket_error
+
+        self.write_message(socket_error(code, message, json.loads(json.dumps(detail, default=str))))
 
     def on_close(self) -> None:
         if self._sub is not None:

@@ -13,7 +13,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from .base import ApiError, GPUDojoHandler
+from .base import GPUDojoHandler
 
 
 def _models():
@@ -24,16 +24,8 @@ def _models():
 
 class KernelsHandler(GPUDojoHandler):
     async def call(self, runner: Callable[..., Any], fn: Callable[..., Any], *args: Any) -> Any:
-        """Run a kernel service call on ``runner``'s thread, mapping its errors to 4xx/5xx."""
-        from ..kernels.service import CompileFailure, KernelRequestError
-
-        try:
-            return await runner(fn, *args)
-        except KernelRequestError as err:
-            raise ApiError(err.status, err.code, str(err)) from err
-        except CompileFailure as err:
-            status = 504 if err.kind == "timeout" else 503 if err.kind == "no_compiler" else 502
-            raise ApiError(status, f"compiler_{err.kind}", str(err)) from err
+        """Run a kernel service call on ``runner``'s thread (its errors map to 4xx/5xx in the base handler)."""
+        return await runner(fn, *args)
 
 
 class ArchsHandler(KernelsHandler):

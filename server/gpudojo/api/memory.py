@@ -18,12 +18,7 @@ from .base import ApiError, GPUDojoHandler
 
 class MemoryBase(GPUDojoHandler):
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        from ..memory.service import MemoryRequestError
-
-        try:
-            return await self.services.in_runs_thread(fn, *args)
-        except MemoryRequestError as err:
-            raise ApiError(err.status, err.code, str(err)) from err
+        return await self.services.in_runs_thread(fn, *args)
 
     def capture_arg(self, name: str = "capture") -> str:
         value = self.get_query_argument(name, None)
@@ -94,12 +89,8 @@ class AnalysisProgressHandler(MemoryBase):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        from ..memory.service import MemoryRequestError
-
-        try:  # a stat and a dict look-up: answered on the loop, not behind running analyses
-            self.write_model(self.services.memory.progress(self.capture_arg()))
-        except MemoryRequestError as err:
-            raise ApiError(err.status, err.code, str(err)) from err
+        # A stat and a dict look-up: answered on the loop, not behind running analyses.
+        self.write_model(self.services.memory.progress(self.capture_arg()))
 
 
 class WindowHandler(MemoryBase):

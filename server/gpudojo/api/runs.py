@@ -8,7 +8,6 @@ Launching and cancelling start and stop processes, so they also need `execute` o
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -16,20 +15,17 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web, websocket
 
+from ..runfolder import RUN_ID_PATTERN
 from .base import ApiError, GPUDojoHandler, GPUDojoWebSocket
 
-RUN_ID = r"(?P<run_id>[0-9]{8}-[0-9]{6}-[0-9a-f]{6})"
+RUN_ID = f"(?P<run_id>{RUN_ID_PATTERN})"
 GROUP_ID = r"(?P<group>sweep-[0-9a-f]{10})"
 
 
 class RunsBase(GPUDojoHandler):
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        from ..runs.service import RunRequestError
-
-        try:
-            return await self.services.in_runs_thread(fn, *args)
-        except RunRequestError as err:
-            raise ApiError(err.status, err.code, str(err), err.errors) from err
+        """A run service call off the event loop (its errors map to 4xx/5xx in the base handler)."""
+        return await self.services.in_runs_thread(fn, *args)
 
 
 class LabsHandler(RunsBase):
@@ -118,20 +114,25 @@ class SweepHandler(RunsBase):
 
 
 class RunStreamHandler(GPUDojoWebSocket):
-    """A run's events from the start (or after ?after=SEQ), then live until the run ends."""
+    """A run's events from the start (or after ?after=SEQ), then live until the run ends.
+
+    The run service hands over events already serialised; this handler only groups them
+    into EventBatch frames (batch_frame) and forwards them."""
 
     api_doc = {
         "get": {
             "summary": "Websocket: the run's events (log, metric, status, truncated) from ?after=SEQ, then live",
             "websocket": True,
-            "messages_out": ["EventBatch"],
+            "messages_out": ["EventBatch", "SocketError"],
         }
     }
     _unsubscribe: Callable[[], None] | None = None
     _pump_task: asyncio.Task | None = None
 
     async def open(self, run_id: str) -> None:  # type: ignore[override]
-        from ..runs.service import RunRequestError
+        from ..errors import ServiceError
+        from ..runs.events import batch_frame
+        from .models import socket_error
 
         super().open()
         try:
@@ -139,51 +140,62 @@ class RunStreamHandler(GPUDojoWebSocket):
         except ValueError:
             after = -1
         loop = asyncio.get_running_loop()
-        pending: list[dict[str, Any]] = []
+        pending: list[str] = []
         wake = asyncio.Event()
         lock = threading.Lock()
+        ended_live = threading.Event()
 
-        def live(event: dict[str, Any]) -> None:  # called from the run's threads
+        def live(line: str | None) -> None:  # called from the run's threads
             # One wake-up of the event loop per burst of lines, not one per line.
             with lock:
-                pending.append(event)
-                first = len(pending) == 1
+                if line is None:
+                    ended_live.set()
+                else:
+                    pending.append(line)
+                first = len(pending) <= 1
             if first:
                 loop.call_soon_threadsafe(wake.set)
 
-        def take() -> list[dict[str, Any]]:
+        def take() -> list[str]:
             with lock:
-                events = pending[:]
+                lines = pending[:]
                 pending.clear()
                 wake.clear()
-            return events
+            return lines
 
         runs = self.services.runs
         try:
-            past, ended, self._unsubscribe = await self.services.in_runs_thread(runs.subscribe, run_id, after, live)
-        except RunRequestError as err:
-            self.write_message(json.dumps({"type": "error", "error": {"code": err.code, "message": str(err)}}))
+            subscribed = await self.services.in_runs_thread(runs.subscribe_lines, run_id, after, live)
+        except ServiceError as err:
+            self.write_message(socket_error(err.code, err.message))
             self.close(4404, "no such run")
             return
+        past, ended, self._unsubscribe = subscribed
         # Batches keep 100k replayed lines from becoming 100k websocket frames.
         for i in range(0, len(past), 500):
-            self.write_message(json.dumps({"type": "batch", "events": past[i : i + 500]}, separators=(",", ":")))
+            self.write_message(batch_frame(past[i : i + 500]))
         if ended:
             self.close(1000, "run ended")
             return
-        self._pump_task = asyncio.ensure_future(self._pump(wake, take))
+        self._pump_task = asyncio.ensure_future(self._pump(wake, take, ended_live, batch_frame))
 
-    async def _pump(self, wake: asyncio.Event, take: Callable[[], list[dict[str, Any]]]) -> None:
+    async def _pump(
+        self,
+        wake: asyncio.Event,
+        take: Callable[[], list[str]],
+        ended: threading.Event,
+        frame: Callable[[list[str]], str],
+    ) -> None:
         while self.ws_connection is not None:
             await wake.wait()
-            events = take()
-            for i in range(0, len(events), 2000):
-                chunk = events[i : i + 2000]
+            finished = ended.is_set()  # read before take(): every line up to the end is in it
+            lines = take()
+            for i in range(0, len(lines), 2000):
                 try:
-                    await self.write_message(json.dumps({"type": "batch", "events": chunk}, separators=(",", ":")))
+                    await self.write_message(frame(lines[i : i + 2000]))
                 except websocket.WebSocketClosedError:
                     return
-            if any(e["type"] == "status" and e["run"]["status"] in _FINAL for e in events):
+            if finished:
                 self.close(1000, "run ended")
                 return
 
@@ -197,6 +209,3 @@ class RunStreamHandler(GPUDojoWebSocket):
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-
-
-_FINAL = {"succeeded", "failed", "cancelled", "timed_out", "lost"}

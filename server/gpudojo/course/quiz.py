@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from ..errors import Invalid
 from .models import QuestionResult, Quiz, QuizChoicePublic, QuizQuestionPublic, QuizResult
 
 
-class QuizAnswerError(ValueError):
+class QuizAnswerError(Invalid):
     """Answers that do not fit the quiz; the message says which question and why."""
+
+    default_code = "invalid_answers"
 
 
 def public_questions(quiz: Quiz | None) -> list[QuizQuestionPublic]:

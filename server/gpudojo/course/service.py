@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import NotFound
 from . import moduletest
 from .catalog import CatalogData, CourseCatalog, lesson_cells, table_of_contents
 from .models import (
@@ -27,7 +28,7 @@ from .progress import ProgressStore
 from .quiz import grade, public_questions
 
 
-class UnknownItem(LookupError):
+class UnknownItem(NotFound):
     """No lesson, lab or exercise with that id; the message names it."""
 
 

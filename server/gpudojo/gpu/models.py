@@ -126,8 +126,9 @@ class HostSample(_Model):
 
 
 class TelemetrySample(_Model):
-    """One tick of the telemetry stream."""
+    """One tick of the telemetry stream (a frame of its own, and the items of history)."""
 
+    type: Literal["sample"] = "sample"
     t: float = Field(description="Unix time of the reading, in seconds")
     host: HostSample
     gpus: list[GpuSample] = Field(default_factory=list)
@@ -171,3 +172,11 @@ class TelemetryHistory(_Model):
     max_hz: float
     mode: Literal["gpu", "replay", "cpu"]
     samples: list[TelemetrySample]
+
+
+class TelemetryState(_Model):
+    """The answer to a control message: whether this subscriber is paused, and its rate."""
+
+    type: Literal["state"] = "state"
+    paused: bool
+    rate_hz: float

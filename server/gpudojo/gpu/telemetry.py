@@ -144,8 +144,10 @@ class TelemetrySampler:
             self._task = None
 
     def _read_json(self) -> tuple[float, dict[str, Any], str]:
-        sample = self._read().model_dump(mode="json")
-        return sample["t"], sample, json.dumps({"type": "sample", **sample}, separators=(",", ":"))
+        # The frame is the TelemetrySample model itself (type "sample"); history keeps it as a dict.
+        text = self._read().model_dump_json()
+        sample = json.loads(text)
+        return sample["t"], sample, text
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()

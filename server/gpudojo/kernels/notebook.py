@@ -17,39 +17,40 @@ import argparse
 import shlex
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .models import CompileOptions, CompileRequest, CompileResult, RunRequest, RunResult
 from .report import compile_html, compile_text, run_html, run_text
 from .service import GpuTarget, KernelService
 from .spec import compile_options, parse_args, parse_expected
 
+if TYPE_CHECKING:
+    from ..services import Services
+
+
+@cache
+def services() -> Services:
+    """This process's gpudojo services, built like the server's (gpudojo.services): the same
+    data dir, so the same kernel cache."""
+    from ..services import local_services
+
+    return local_services()
+
 
 def default_cache_dir() -> Path:
-    from jupyter_core.paths import jupyter_data_dir
-
-    return Path(jupyter_data_dir()) / "gpudojo" / "kernel-cache"
+    return services().settings.data_path / "kernel-cache"
 
 
 @cache
 def service() -> KernelService:
     """This process's kernel service (one warm compile worker)."""
-    return KernelService(default_cache_dir())
+    return services().kernels
 
 
 @cache
 def detect_gpu() -> GpuTarget | None:
     """GPU 0 through NVML, or None on a machine without one."""
-    from ..gpu.probe import GpuProbe, make_backend
-
-    probe = GpuProbe(make_backend(None))
-    try:
-        doc = probe.devices()
-    finally:
-        probe.close()
-    if doc.mode != "gpu" or not doc.gpus or not doc.gpus[0].compute_capability:
-        return None
-    return GpuTarget(name=doc.gpus[0].name, arch="sm_" + doc.gpus[0].compute_capability.replace(".", ""))
+    return services().gpu_target_now()
 
 
 class CompileReport:

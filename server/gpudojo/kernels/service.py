@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..errors import Failed, Invalid, TimedOut, TooLarge, Unavailable
 from ..worker.pipe import WarmWorker, WorkerFailure, kill_group
 from .models import ArchList, CompileRequest, CompileResult, OccupancyReport, OccupancyRequest, RunRequest, RunResult
 from .occupancy import arch_table, limits_for, occupancy, occupancy_curve
@@ -29,17 +30,36 @@ from .occupancy import arch_table, limits_for, occupancy, occupancy_curve
 DEFAULT_ARCH = "sm_80"
 
 
-class KernelRequestError(ValueError):
-    """A request the service refuses (too big, unknown arch, over the simulator's budget)."""
-
-    def __init__(self, message: str, status: int = 400, code: str = "invalid_request") -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
+class KernelRequestError(Invalid):
+    """A request the service refuses (unknown arch, over the simulator's budget)."""
 
 
-class CompileFailure(WorkerFailure):
-    """The compiler could not answer: kind "timeout", "crashed" or "no_compiler"."""
+class SourceTooLarge(TooLarge, KernelRequestError):
+    """A kernel source over the size cap."""
+
+
+class CompileFailure(WorkerFailure, Failed):
+    """The compiler could not answer: kind "timeout", "crashed" or "no_compiler".
+
+    CompileFailure(kind, message) gives the subclass that says what a client can do about
+    it (a timeout, a missing compiler), so the warm worker can raise it by kind."""
+
+    def __new__(cls, kind: str, message: str) -> CompileFailure:
+        if cls is CompileFailure:
+            cls = {"timeout": CompileTimeout, "no_compiler": NoCompiler}.get(kind, CompileFailure)
+        return super().__new__(cls, kind, message)
+
+    def __init__(self, kind: str, message: str) -> None:
+        WorkerFailure.__init__(self, kind, message)
+        self.message, self.code, self.detail = message, f"compiler_{kind}", None
+
+
+class CompileTimeout(TimedOut, CompileFailure):
+    """The compiler took longer than its limit and was stopped."""
+
+
+class NoCompiler(Unavailable, CompileFailure):
+    """No compiler on this machine (NVRTC missing)."""
 
 
 @dataclass(frozen=True)
@@ -193,11 +213,9 @@ class KernelService:
     def compile(self, req: CompileRequest) -> CompileResult:
         t0 = time.perf_counter()
         if len(req.source.encode()) > self.limits.max_source_bytes:
-            raise KernelRequestError(
+            raise SourceTooLarge(
                 f"The source is {len(req.source.encode())} bytes; the most this server compiles is "
-                f"{self.limits.max_source_bytes}.",
-                status=413,
-                code="too_large",
+                f"{self.limits.max_source_bytes}."
             )
         self._check_arch(req.arch)
         key = self.cache_key(req)

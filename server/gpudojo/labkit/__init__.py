@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from .. import runfolder
 from .memory import MemoryCapture, memory_capture, memory_phase, model_context
 
 if TYPE_CHECKING:
@@ -63,8 +64,9 @@ __all__ = [
     "world_size",
 ]
 
-RUN_DIR_ENV = "GPUDOJO_RUN_DIR"
-BACKEND_ENV = "GPUDOJO_BACKEND"
+# The run folder's contract (names of variables and files) is gpudojo.runfolder's.
+RUN_DIR_ENV = runfolder.RUN_DIR_ENV
+BACKEND_ENV = runfolder.BACKEND_ENV
 STDOUT_PREFIX = "gpudojo-metric"
 # Keys a metric line uses for itself; a value under one of them would be misread.
 RESERVED_KEYS = frozenset({"t", "rank", "step", "check"})
@@ -177,7 +179,7 @@ def _emit(record: dict[str, Any]) -> None:
     if not run_dir:
         print(f"{STDOUT_PREFIX} {line}", flush=True)
         return
-    path = Path(run_dir) / "metrics" / f"rank{record['rank']}.jsonl"
+    path = runfolder.RunFolder(run_dir).metrics_file(record["rank"])
     with _lock:
         f = _files.get(path)
         if f is None or f.closed:

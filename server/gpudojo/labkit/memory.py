@@ -47,12 +47,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import runfolder
+
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["MemoryCapture", "memory_capture", "memory_phase", "model_context"]
 
-RECORD_ENV = "GPUDOJO_RECORD_MEMORY"
+RECORD_ENV = runfolder.RECORD_MEMORY_ENV
 CPU_FORMAT = "gpudojo-cpu-memory/1"  # the same string as gpudojo.memory.snapshot.CPU_FORMAT
 # The profiler's categories (torch.profiler._memory_profiler.Category) under the names the
 # viewer shows, in the order torch's own memory plot stacks them: what lives for the whole
@@ -77,10 +79,8 @@ def _recording_requested() -> bool:
 
 
 def _memory_dir() -> Path:
-    from gpudojo.labkit import RUN_DIR_ENV
-
-    run_dir = os.environ.get(RUN_DIR_ENV, "").strip()
-    return Path(run_dir) / "memory" if run_dir else Path.cwd() / "gpudojo-memory"
+    run_dir = os.environ.get(runfolder.RUN_DIR_ENV, "").strip()
+    return runfolder.RunFolder(run_dir).memory_dir if run_dir else Path.cwd() / runfolder.HAND_RUN_MEMORY_DIR
 
 
 def _now_us() -> int:
@@ -341,7 +341,7 @@ class MemoryCapture:
 
         folder = _memory_dir()
         folder.mkdir(parents=True, exist_ok=True)
-        return folder / f"rank{rank()}{suffix}"
+        return folder / runfolder.capture_name(rank(), suffix)
 
     def _finish_cuda(self) -> None:
         import torch
@@ -350,7 +350,7 @@ class MemoryCapture:
             torch.cuda.synchronize(self._device)
             self.peak_bytes = int(torch.cuda.max_memory_allocated(self._device))
             if self.save:
-                self.path = self._target(".pickle")
+                self.path = self._target(runfolder.CUDA_SNAPSHOT_SUFFIX)
                 torch.cuda.memory._dump_snapshot(str(self.path))
                 sidecar = self.path.with_suffix(".phases.json")
                 doc = {"phases": self.phases, "context": self.context}
@@ -392,7 +392,7 @@ class MemoryCapture:
                 "have failed; training was not stopped."
             )
             doc["ooms"] = [self.simulated_oom] if self.simulated_oom else []
-        self.path = self._target(".cpu.json")
+        self.path = self._target(runfolder.CPU_TIMELINE_SUFFIX)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
         tmp.replace(self.path)  # the server never sees half a file

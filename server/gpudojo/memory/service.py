@@ -9,7 +9,6 @@ under the server's root (e.g. a snapshot uploaded through the file browser).
 from __future__ import annotations
 
 import hashlib
-import re
 import sys
 import threading
 import time
@@ -17,20 +16,20 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from ..errors import Failed, Forbidden, Invalid, NotFound, ServiceError, TimedOut, TooLarge
+from ..runfolder import CAPTURE_NAME, RUN_ID, RunFolder, runs_dir
 from ..worker.pipe import WarmWorker, WorkerFailure
 from .analysis import ANALYSIS_VERSION, Loaded, diff
 from .estimator import estimate
 from .models import Analysis, AnalysisProgress, Capture, CaptureList, Diff, Estimate, EstimateRequest, Window
 
-_RUN_CAPTURE = re.compile(r"^rank(\d+)\.(pickle|cpu\.json)$")
-_RUN_ID = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
+# A run's captures and run ids, as gpudojo.runfolder names them.
+_RUN_CAPTURE = CAPTURE_NAME
+_RUN_ID = RUN_ID
 
 
-class MemoryRequestError(ValueError):
-    def __init__(self, message: str, status: int = 400, code: str = "invalid_request") -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
+class MemoryRequestError(Invalid):
+    """A capture id or query the memory service cannot answer as asked."""
 
 
 class MemoryService:
@@ -43,7 +42,7 @@ class MemoryService:
         max_capture_bytes: int = 2 * 1024**3,
         python: str = sys.executable,
     ) -> None:
-        self.runs_dir = data_dir / "runs"
+        self.runs_dir = runs_dir(data_dir)
         self.cache_dir = data_dir / "memory-cache"
         self.root_dir = root_dir.resolve()
         self.analysis_timeout_s = analysis_timeout_s
@@ -69,7 +68,7 @@ class MemoryService:
     def captures(self, run_id: str) -> CaptureList:
         if not _RUN_ID.match(run_id):
             raise MemoryRequestError(f"{run_id!r} is not a run id")
-        folder = self.runs_dir / run_id / "memory"
+        folder = RunFolder(self.runs_dir / run_id).memory_dir
         found = []
         for path in sorted(folder.glob("rank*")) if folder.is_dir() else []:
             m = _RUN_CAPTURE.match(path.name)
@@ -102,21 +101,18 @@ class MemoryService:
             parts = capture_id.split(":", 2)
             if len(parts) != 3 or not _RUN_ID.match(parts[1]) or not _RUN_CAPTURE.match(parts[2]):
                 raise MemoryRequestError(f"{capture_id!r} is not a capture id")
-            path = self.runs_dir / parts[1] / "memory" / parts[2]
+            path = RunFolder(self.runs_dir / parts[1]).memory_dir / parts[2]
         elif capture_id.startswith("file:"):
             path = (self.root_dir / capture_id[5:]).resolve()
             if not path.is_relative_to(self.root_dir):
-                raise MemoryRequestError(f"{capture_id[5:]} is outside the server's root folder", 403, "outside_root")
+                raise Forbidden(f"{capture_id[5:]} is outside the server's root folder", "outside_root")
         else:
             raise MemoryRequestError(f"{capture_id!r} is not a capture id (run:... or file:...)")
         if not path.is_file():
-            raise MemoryRequestError(f"No capture {capture_id!r}", 404, "not_found")
+            raise NotFound(f"No capture {capture_id!r}")
         if path.stat().st_size > self.max_capture_bytes:
-            raise MemoryRequestError(
-                f"{path.name} is {path.stat().st_size} bytes; the most this server analyses is "
-                f"{self.max_capture_bytes}",
-                413,
-                "too_large",
+            raise TooLarge(
+                f"{path.name} is {path.stat().st_size} bytes; the most this server analyses is {self.max_capture_bytes}"
             )
         return path
 
@@ -189,22 +185,19 @@ class MemoryService:
                     reply = self._call_worker(path, folder, on_progress)
                 except WorkerFailure as err:
                     if err.kind == "timeout":
-                        raise MemoryRequestError(
+                        raise TimedOut(
                             f"Analysing {path.name} took longer than {self.analysis_timeout_s:g} s",
-                            504,
                             "analysis_timeout",
                         ) from err
-                    raise MemoryRequestError(
-                        f"The analysis of {path.name} failed: {err.message}", 500, "analysis_failed"
-                    ) from err
+                    raise Failed(f"The analysis of {path.name} failed: {err.message}", "analysis_failed") from err
         finally:
             self._progress.pop(key, None)
         if "error" in reply:
             kind = reply["error"]["kind"]
             code = "refused_pickle" if kind == "refused" else "not_a_capture"
-            raise MemoryRequestError(f"{path.name}: {reply['error']['message']}", 400, code)
+            raise MemoryRequestError(f"{path.name}: {reply['error']['message']}", code)
         if not reply.get("ok"):
-            raise MemoryRequestError(f"The analysis of {path.name} failed: {reply}", 500, "analysis_failed")
+            raise Failed(f"The analysis of {path.name} failed: {reply}", "analysis_failed")
 
     def _call_worker(self, path: Path, folder: Path, on_progress: Any) -> dict[str, Any]:
         """One analysis in the warm worker; a worker that had died since the last one (killed,
@@ -228,7 +221,7 @@ class MemoryService:
             try:
                 self._ensure(capture.id)
                 done += 1
-            except MemoryRequestError:
+            except ServiceError:
                 continue
         return done
 

@@ -3,22 +3,16 @@ under a concurrency cap, streams their per-rank logs and metrics, cancels whole 
 trees, explains failures and decides the lab's checks.
 
 Plain Python with threads, no HTTP and no event loop: the REST/websocket handlers and the
-CLI use the same service and the same store. Each run has a folder under data_dir/runs/<id>:
-
-    events.jsonl       every event of the run's stream, in order (the websocket replays it)
-    launcher.log       torchrun's (or the script's) own output, as it printed it
-    torchrun/          torchrun's --log-dir: per-rank stdout.log, stderr.log, error.json
-    metrics/rankN.jsonl  what labkit.report and labkit.check wrote
+CLI use the same service and the same store. Its parts: launch.py (argv and environment
+behind the Launcher interface), supervisor.py (one run from start to reaped), events.py
+(the typed, numbered event log), recovery.py (orphans of a stopped process, at start).
+The run folder's layout and environment variables are gpudojo.runfolder's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import re
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -30,7 +24,11 @@ from typing import Any
 
 import psutil
 
+from ..errors import Forbidden, Invalid, NotFound, ServiceError, Unavailable
+from ..runfolder import RunFolder, runs_dir
 from .checks import evaluate
+from .events import EventLog, LineSubscriber, as_dict_subscriber
+from .launch import Launcher, LaunchSpec, LocalLauncher
 from .manifest import Lab, ParamError, load_labs, script_args, validate_params
 from .models import (
     FINAL_STATUSES,
@@ -40,32 +38,15 @@ from .models import (
     RootCause,
     Run,
     ScriptRunRequest,
+    StatusEvent,
 )
-from .procs import ProcessTree, alive_of, kill_all
+from .procs import ProcessTree, kill_all
+from .recovery import recover_orphans
 from .rootcause import root_cause, single_process_cause
 from .store import RunStore
+from .supervisor import ActiveRun, Supervisor
 
-# torchrun --tee prefixes each worker line with "[<role><local rank>]:".
-_TEE_PREFIX = re.compile(r"^\[default(\d+)\]:(.*)$", re.DOTALL)
 Subscriber = Callable[[dict[str, Any]], None]
-# Left in a run's folder by `gpudojo runs cancel` for a run the server supervises.
-CANCEL_FILE = "cancel-requested"
-
-
-class RunRequestError(ValueError):
-    """A run request refused: 400 (bad values, with ``errors``), 403 or 404."""
-
-    def __init__(self, message: str, status: int = 400, code: str = "invalid_request", errors: Any = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.errors = errors
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def mode_note(device_mode: str, backend: str, launcher: str, kind: str = "lab") -> str:
@@ -82,29 +63,6 @@ def mode_note(device_mode: str, backend: str, launcher: str, kind: str = "lab") 
     return f"CPU mode: no GPU here, so {what}.{comm}"
 
 
-class _Active:
-    """Bookkeeping of one run while it is queued or running."""
-
-    def __init__(self, run: Run, argv: list[str], cwd: Path, env: dict[str, str], lab: Lab | None) -> None:
-        self.run = run
-        self.argv = argv
-        self.cwd = cwd
-        self.env = env
-        self.lab = lab
-        self.proc: subprocess.Popen | None = None
-        self.tree: ProcessTree | None = None
-        self.cancel_reason: str | None = None
-        self.done = threading.Event()
-        self.metrics: dict[int, list[dict[str, Any]]] = {}
-        self.reported: dict[str, dict[str, Any]] = {}
-        self.metric_offsets: dict[Path, int] = {}
-        self.log_bytes = 0
-        self.truncated = False
-        # The launcher's own stderr (torchrun's summary; a python lab's traceback), kept apart
-        # from stdout so lines printed meanwhile cannot split a traceback.
-        self.launcher_stderr: deque[str] = deque(maxlen=2000)
-
-
 class RunService:
     def __init__(
         self,
@@ -117,29 +75,41 @@ class RunService:
         max_log_bytes: int = 64 * 1024 * 1024,
         cancel_grace_s: float = 5.0,
         python: str = sys.executable,
+        launcher: Launcher | None = None,
         on_finish: Callable[[Run], None] | None = None,
     ) -> None:
+        """Opens the store; start() (recovery of orphaned runs) is a separate, explicit step."""
         self.labs_root = labs_root
-        # Told about every run that ends (the server marks course progress with it).
+        # Told about every run that ends (course progress is marked with it).
         self.on_finish = on_finish
-        self.runs_dir = data_dir / "runs"
+        self.runs_dir = runs_dir(data_dir)
         self.root_dir = root_dir.resolve()
         self.max_concurrent = max_concurrent
         self.run_timeout_s = run_timeout_s
         self.max_log_bytes = max_log_bytes
         self.cancel_grace_s = cancel_grace_s
-        self.python = python
+        self.launcher: Launcher = launcher or LocalLauncher(python)
         self.store = RunStore(data_dir / "runs.sqlite3")
+        self.events = EventLog(self.runs_dir)
         self._lock = threading.RLock()
         self._queue: deque[str] = deque()
-        self._active: dict[str, _Active] = {}
-        self._subscribers: dict[str, list[Subscriber]] = {}
-        self._seq: dict[str, int] = {}
-        self._event_files: dict[str, Any] = {}
+        self._active: dict[str, ActiveRun] = {}
         self._closed = False
         me = psutil.Process()
         self._owner = (me.pid, me.create_time())
-        self.recover()
+
+    def folder(self, run_id: str) -> RunFolder:
+        return RunFolder(self.runs_dir / run_id)
+
+    def start(self) -> list[str]:
+        """Mark runs a stopped process left queued or running lost (their processes killed);
+        the ids of those runs."""
+
+        def announce(run: Run) -> None:
+            self.folder(run.id).path.mkdir(parents=True, exist_ok=True)
+            self.events.emit(run.id, StatusEvent, run=run)
+
+        return recover_orphans(self.store, self._owner, announce)
 
     # --- labs -----------------------------------------------------------------------------
 
@@ -165,38 +135,33 @@ class RunService:
     def submit(self, req: LabRunRequest | ScriptRunRequest, *, user: str = "", gpus: int = 0) -> list[Run]:
         """Queue a lab run (or a sweep of runs), or a learner's script; return the runs."""
         if self._closed:
-            raise RunRequestError("The run service is shutting down.", status=503, code="closing")
+            raise Unavailable("The run service is shutting down.", "closing")
         if isinstance(req, ScriptRunRequest):
             runs = [self._script_run(req, user, gpus)]
         else:
             runs = self._lab_runs(req, user, gpus)
-        for run, active in runs:
-            if req.record_memory:
-                # labkit.memory_capture() in the script records when this is set.
-                run.record_memory = True
-                active.env["GPUDOJO_RECORD_MEMORY"] = "1"
         with self._lock:
             for run, active in runs:
                 self._active[run.id] = active
                 self._queue.append(run.id)
                 self.store.save(run, owner=self._owner)
-                self._emit(run.id, {"type": "status", "run": run.model_dump(mode="json")})
+                self.events.emit(run.id, StatusEvent, run=run)
             self._schedule()
             return [run.model_copy(deep=True) for run, _ in runs]
 
-    def _lab_runs(self, req: LabRunRequest, user: str, gpus: int) -> list[tuple[Run, _Active]]:
+    def _lab_runs(self, req: LabRunRequest, user: str, gpus: int) -> list[tuple[Run, ActiveRun]]:
         labs, problems = load_labs(self.labs_root)
         lab = labs.get(req.lab)
         if lab is None:
             why = next((p.message for p in problems if p.lab == req.lab), None)
-            raise RunRequestError(f"No runnable lab {req.lab!r}" + (f": {why}" if why else "."), 404, "not_found")
+            raise NotFound(f"No runnable lab {req.lab!r}" + (f": {why}" if why else "."))
         sets: list[dict[str, Any]] = [dict(req.params)]
         group = None
         if req.sweep:
             if req.sweep.param not in {p.name for p in lab.manifest.parameters}:
-                raise RunRequestError(
+                raise Invalid(
                     f"{lab.manifest.id} has no parameter {req.sweep.param!r} to sweep",
-                    errors=[{"param": req.sweep.param, "message": "unknown parameter"}],
+                    detail=[{"param": req.sweep.param, "message": "unknown parameter"}],
                 )
             sets = [{**req.params, req.sweep.param: value} for value in req.sweep.values]
             group = "sweep-" + uuid.uuid4().hex[:10]
@@ -205,22 +170,29 @@ class RunService:
             try:
                 validated.append(validate_params(lab.manifest, values))
             except ParamError as err:
-                raise RunRequestError(f"Bad parameters for {lab.manifest.id}: {err}", errors=err.errors) from err
+                raise Invalid(f"Bad parameters for {lab.manifest.id}: {err}", detail=err.errors) from err
         return [
-            self._new_lab_run(lab, params, user, gpus, group, req.sweep.param if req.sweep else None)
+            self._new_lab_run(lab, params, user, gpus, group, req.sweep.param if req.sweep else None, req.record_memory)
             for params in validated
         ]
 
     def _new_lab_run(
-        self, lab: Lab, params: dict[str, Any], user: str, gpus: int, group: str | None, group_param: str | None
-    ) -> tuple[Run, _Active]:
+        self,
+        lab: Lab,
+        params: dict[str, Any],
+        user: str,
+        gpus: int,
+        group: str | None,
+        group_param: str | None,
+        record_memory: bool,
+    ) -> tuple[Run, ActiveRun]:
         m = lab.manifest
         nproc = int(params.get("nproc", 1)) if m.launcher == "torchrun" else 1
         if gpus and m.launcher == "torchrun" and nproc > gpus:
             # NCCL gives each rank a GPU of its own; two ranks cannot share one.
             message = f"{nproc} processes but {gpus} GPU(s) here: with NCCL each rank needs a GPU of its own"
-            raise RunRequestError(
-                f"Bad parameters for {m.id}: nproc: {message}", errors=[{"param": "nproc", "message": message}]
+            raise Invalid(
+                f"Bad parameters for {m.id}: nproc: {message}", detail=[{"param": "nproc", "message": message}]
             )
         return self._prepare(
             kind="lab",
@@ -235,14 +207,15 @@ class RunService:
             gpus=gpus,
             group=group,
             group_param=group_param,
+            record_memory=record_memory,
         )
 
-    def _script_run(self, req: ScriptRunRequest, user: str, gpus: int) -> tuple[Run, _Active]:
+    def _script_run(self, req: ScriptRunRequest, user: str, gpus: int) -> tuple[Run, ActiveRun]:
         target = (self.root_dir / req.path).resolve()
         if not target.is_relative_to(self.root_dir):
-            raise RunRequestError(f"{req.path} is outside the server's root folder.", 403, "outside_root")
+            raise Forbidden(f"{req.path} is outside the server's root folder.", "outside_root")
         if not target.is_file() or target.suffix != ".py":
-            raise RunRequestError(f"{req.path} is not a Python file in the server's root folder.", 404, "not_found")
+            raise NotFound(f"{req.path} is not a Python file in the server's root folder.")
         relative = str(target.relative_to(self.root_dir))
         run, active = self._prepare(
             kind="script",
@@ -257,44 +230,31 @@ class RunService:
             gpus=gpus,
             group=None,
             group_param=None,
+            record_memory=req.record_memory,
         )
         run.script_path, run.script_args = relative, list(req.args)
         return run, active
 
-    def _prepare(self, *, kind, lab, title, entry, args, params, launcher, nproc, user, gpus, group, group_param):
+    def _prepare(
+        self, *, kind, lab, title, entry, args, params, launcher, nproc, user, gpus, group, group_param, record_memory
+    ) -> tuple[Run, ActiveRun]:
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-        folder = self.runs_dir / run_id
-        folder.mkdir(parents=True)
+        folder = self.folder(run_id)
+        folder.path.mkdir(parents=True)
         device_mode = "gpu" if gpus > 0 else "cpu"
-        backend = "none" if launcher == "python" else ("nccl" if gpus > 0 else "gloo")
-        if launcher == "torchrun":
-            argv = [
-                self.python,
-                "-m",
-                "torch.distributed.run",
-                "--nproc-per-node",
-                str(nproc),
-                "--master-addr",
-                "127.0.0.1",
-                "--master-port",
-                "0",  # replaced with a free port at start
-                "--log-dir",
-                str(folder / "torchrun"),
-                "--tee",
-                "3",
-                str(entry),
-                *args,
-            ]
-        else:
-            argv = [self.python, "-u", str(entry), *args]
-        env = {
-            **os.environ,
-            "PYTHONUNBUFFERED": "1",
-            "GPUDOJO_RUN_ID": run_id,
-            "GPUDOJO_RUN_DIR": str(folder),
-            "GPUDOJO_BACKEND": backend if backend != "none" else ("nccl" if gpus > 0 else "gloo"),
-        }
-        env.pop("NUMBA_ENABLE_CUDASIM", None)
+        dist_backend = "nccl" if gpus > 0 else "gloo"
+        backend = "none" if launcher == "python" else dist_backend
+        spec = LaunchSpec(
+            run_id=run_id,
+            folder=folder,
+            entry=entry,
+            args=list(args),
+            launcher=launcher,
+            nproc=nproc,
+            dist_backend=dist_backend,
+            record_memory=record_memory,
+        )
+        plan = self.launcher.plan(spec)
         run = Run(
             id=run_id,
             kind=kind,
@@ -307,17 +267,18 @@ class RunService:
             backend=backend,
             device_mode=device_mode,
             mode_note=mode_note(device_mode, backend, launcher, kind),
-            argv=argv,
+            argv=list(plan.argv),
             created_at=time.time(),
             group=group,
             group_param=group_param,
             user=user,
+            record_memory=record_memory,
         )
         if lab is not None:
             run.checks = evaluate(
                 lab.manifest.checks, params, {}, {}, has_gpu=gpus > 0, gpus=gpus, finished=False, succeeded=False
             )
-        return run, _Active(run, argv, entry.parent, env, lab)
+        return run, ActiveRun(run, plan, folder, lab)
 
     # --- queue ----------------------------------------------------------------------------
 
@@ -338,115 +299,35 @@ class RunService:
                 if active.run.group:
                     busy_groups.add(active.run.group)
 
-    def _start(self, active: _Active) -> None:
+    def _start(self, active: ActiveRun) -> None:
         run = active.run
-        if run.launcher == "torchrun":
-            port_at = active.argv.index("--master-port") + 1
-            active.argv[port_at] = str(free_port())
-            run.argv = list(active.argv)
-        folder = self.runs_dir / run.id
-        launcher_log = open(folder / "launcher.log", "ab")  # noqa: SIM115 - closed by the supervisor
         try:
-            proc = subprocess.Popen(
-                active.argv,
-                cwd=active.cwd,
-                env=active.env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
+            proc = self.launcher.start(active.plan)
         except OSError as err:
-            launcher_log.close()
             run.status, run.ended_at = "failed", time.time()
             run.root_cause = RootCause(exception=f"could not start: {err}")
             self._finish_bookkeeping(active)
             return
-        active.proc = proc
-        active.tree = ProcessTree(proc.pid)
+        run.argv = list(active.plan.argv)
+        active.proc, active.tree = proc, ProcessTree(proc.pid)
         run.status, run.started_at = "running", time.time()
         self.store.save(run)
         self.store.set_pids(run.id, active.tree.refresh())
-        self._emit(run.id, {"type": "status", "run": run.model_dump(mode="json")})
-        readers = [
-            threading.Thread(target=self._read_stream, args=(active, proc.stdout, "stdout", launcher_log), daemon=True),
-            threading.Thread(target=self._read_stream, args=(active, proc.stderr, "stderr", launcher_log), daemon=True),
-        ]
-        for t in readers:
-            t.start()
-        threading.Thread(
-            target=self._supervise, args=(active, readers, launcher_log), daemon=True, name=f"gpudojo-run-{run.id}"
+        self.events.emit(run.id, StatusEvent, run=run)
+        Supervisor(
+            active,
+            events=self.events,
+            store=self.store,
+            max_log_bytes=self.max_log_bytes,
+            run_timeout_s=self.run_timeout_s,
+            cancel_grace_s=self.cancel_grace_s,
+            on_metrics=lambda a: self._update_checks(a, finished=False),
+            on_exit=self._exited,
         ).start()
 
-    # --- supervision ----------------------------------------------------------------------
+    # --- how a run ended ------------------------------------------------------------------
 
-    def _read_stream(self, active: _Active, pipe: Any, stream: str, launcher_log: Any) -> None:
-        single = active.run.launcher == "python"
-        for raw in iter(pipe.readline, b""):
-            text = raw.decode(errors="replace").rstrip("\n")
-            rank: int | None = 0 if single else None
-            if not single and (m := _TEE_PREFIX.match(text)):
-                rank, text = int(m[1]), m[2]
-            else:
-                with self._lock:
-                    launcher_log.write(raw)
-                    if stream == "stderr":
-                        active.launcher_stderr.append(text)
-            self._log(active, rank, stream, text)
-        pipe.close()
-
-    def _log(self, active: _Active, rank: int | None, stream: str, text: str) -> None:
-        with self._lock:
-            if active.truncated:
-                return
-            active.log_bytes += len(text) + 1
-            if active.log_bytes > self.max_log_bytes:
-                active.truncated = True
-                self._emit(
-                    active.run.id,
-                    {
-                        "type": "truncated",
-                        "message": f"Output past {self.max_log_bytes // (1024 * 1024)} MiB is not streamed; "
-                        "each rank's full log stays in the run folder.",
-                    },
-                )
-                return
-            self._emit(active.run.id, {"type": "log", "rank": rank, "stream": stream, "text": text, "t": time.time()})
-
-    def _read_metrics(self, active: _Active) -> bool:
-        """New lines of every rank's metrics file; True when something arrived."""
-        folder = self.runs_dir / active.run.id / "metrics"
-        if not folder.is_dir():
-            return False
-        changed = False
-        for path in sorted(folder.glob("rank*.jsonl")):
-            offset = active.metric_offsets.get(path, 0)
-            with open(path, "rb") as f:
-                f.seek(offset)
-                chunk = f.read()
-            end = chunk.rfind(b"\n") + 1
-            if not end:
-                continue
-            active.metric_offsets[path] = offset + end
-            for line in chunk[:end].splitlines():
-                try:
-                    doc = json.loads(line)
-                except ValueError:
-                    continue
-                rank = int(doc.pop("rank", path.stem.removeprefix("rank") or 0))
-                t = float(doc.pop("t", time.time()))
-                if "check" in doc:
-                    active.reported[str(doc["check"])] = doc
-                    continue
-                step = doc.pop("step", None)
-                values = {k: v for k, v in doc.items() if isinstance(v, int | float | str | bool) or v is None}
-                active.metrics.setdefault(rank, []).append({"step": step, **values})
-                self._emit(active.run.id, {"type": "metric", "rank": rank, "step": step, "values": values, "t": t})
-                changed = True
-            changed = changed or bool(active.reported)
-        return changed
-
-    def _update_checks(self, active: _Active, finished: bool) -> None:
+    def _update_checks(self, active: ActiveRun, finished: bool) -> None:
         run = active.run
         if active.lab is None:
             return
@@ -464,37 +345,12 @@ class RunService:
             run.checks = checks
             if not finished:
                 self.store.save(run)
-                self._emit(run.id, {"type": "status", "run": run.model_dump(mode="json")})
+                self.events.emit(run.id, StatusEvent, run=run)
 
-    def _supervise(self, active: _Active, readers: list[threading.Thread], launcher_log: Any) -> None:
-        run, proc = active.run, active.proc
-        assert proc is not None and active.tree is not None
-        deadline = time.monotonic() + self.run_timeout_s
-        last_pids: list[tuple[int, float]] = []
-        cancel_file = self.runs_dir / run.id / CANCEL_FILE
-        while proc.poll() is None:
-            if active.cancel_reason is None and cancel_file.exists():
-                active.cancel_reason = "cancelled"
-                threading.Thread(target=active.tree.terminate, args=(self.cancel_grace_s,), daemon=True).start()
-            if time.monotonic() > deadline and active.cancel_reason is None:
-                active.cancel_reason = "timed_out"
-                threading.Thread(target=active.tree.terminate, args=(self.cancel_grace_s,), daemon=True).start()
-            pids = active.tree.refresh()
-            if pids != last_pids:
-                self.store.set_pids(run.id, pids)
-                last_pids = pids
-            if self._read_metrics(active):
-                self._update_checks(active, finished=False)
-            time.sleep(0.2)
-        # torchrun has exited; no worker of it may outlive it.
-        active.tree.kill()
-        for t in readers:
-            t.join(timeout=10)
-        launcher_log.close()
-        self._read_metrics(active)
-        code = proc.returncode
-        run.exit_code = code
-        run.ended_at = time.time()
+    def _exited(self, active: ActiveRun) -> None:
+        """The supervisor reaped the run's processes: decide its status, cause and checks."""
+        run = active.run
+        code = run.exit_code
         if active.cancel_reason == "timed_out":
             run.status = "timed_out"
         elif active.cancel_reason:
@@ -507,18 +363,17 @@ class RunService:
         self._finish_bookkeeping(active)
 
     def _root_cause(self, run: Run, code: int | None, launcher_text: str) -> RootCause | None:
-        folder = self.runs_dir / run.id
         if run.launcher == "torchrun":
-            return root_cause(folder / "torchrun", launcher_text, code)
+            return root_cause(self.folder(run.id).torchrun_dir, launcher_text, code)
         if run.status == "timed_out":
             return RootCause(rank=0, exit_code=code, exception=f"stopped after {self.run_timeout_s:g} s (timeout)")
         return single_process_cause(launcher_text, code or 0)
 
-    def _finish_bookkeeping(self, active: _Active) -> None:
+    def _finish_bookkeeping(self, active: ActiveRun) -> None:
         run = active.run
         with self._lock:
             self.store.save(run)
-            self._emit(run.id, {"type": "status", "run": run.model_dump(mode="json")})
+            self.events.emit(run.id, StatusEvent, run=run)
             self._active.pop(run.id, None)
             self._schedule()
         if self.on_finish is not None:
@@ -535,7 +390,7 @@ class RunService:
             if active is None:
                 run = self.store.get(run_id)
                 if run is None:
-                    raise RunRequestError(f"No run {run_id!r}.", 404, "not_found")
+                    raise NotFound(f"No run {run_id!r}.")
                 if run.status in FINAL_STATUSES:
                     return run
         if active is None:
@@ -557,7 +412,7 @@ class RunService:
     def _cancel_elsewhere(self, run: Run) -> Run:
         """A run another process supervises (the server, when this is the CLI): leave a cancel
         request in its folder, which its supervisor acts on; if nobody does, kill it here."""
-        (self.runs_dir / run.id / CANCEL_FILE).touch()
+        self.folder(run.id).cancel_file.touch()
         deadline = time.monotonic() + self.cancel_grace_s + 10
         while time.monotonic() < deadline:
             current = self.store.get(run.id)
@@ -576,7 +431,7 @@ class RunService:
                 return active.run.model_copy(deep=True)
         run = self.store.get(run_id)
         if run is None:
-            raise RunRequestError(f"No run {run_id!r}.", 404, "not_found")
+            raise NotFound(f"No run {run_id!r}.")
         return run
 
     def list(self, **filters: Any) -> list[Run]:
@@ -593,80 +448,25 @@ class RunService:
 
     # --- the event stream -----------------------------------------------------------------
 
-    def _emit(self, run_id: str, event: dict[str, Any]) -> None:
-        """Number the event, append it to the run's events.jsonl, hand it to subscribers."""
-        with self._lock:
-            seq = self._seq.get(run_id)
-            if seq is None:
-                seq = self._count_events(run_id)
-            event = {**event, "seq": seq}
-            self._seq[run_id] = seq + 1
-            f = self._event_files.get(run_id)
-            if f is None:
-                f = open(self.runs_dir / run_id / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
-                self._event_files[run_id] = f
-            # Flushed when someone reads the file (subscribe) and when the run ends, not per line.
-            f.write(json.dumps(event) + "\n")
-            if event["type"] == "status" and event["run"]["status"] in FINAL_STATUSES:
-                f.close()
-                del self._event_files[run_id]
-            for callback in list(self._subscribers.get(run_id, [])):
-                try:
-                    callback(event)
-                except Exception:  # a broken subscriber must not stop the run
-                    self._subscribers[run_id].remove(callback)
-
-    def _count_events(self, run_id: str) -> int:
-        path = self.runs_dir / run_id / "events.jsonl"
-        if not path.is_file():
-            return 0
-        with open(path, "rb") as f:
-            return sum(1 for _ in f)
-
-    def subscribe(self, run_id: str, after: int, callback: Subscriber) -> tuple[list[dict[str, Any]], bool, Callable]:
-        """Events with seq > ``after`` so far, whether the run has ended, and an unsubscribe
-        function; later events go to ``callback`` (from the run's threads). Taken under the
-        lock, so no event falls between the replay and the live feed."""
+    def subscribe_lines(
+        self, run_id: str, after: int, callback: LineSubscriber
+    ) -> tuple[list[str], bool, Callable[[], None]]:
+        """The run's events with seq > ``after`` so far, as JSON lines, whether the run has
+        ended, and an unsubscribe function; later lines go to ``callback`` (from the run's
+        threads) while it runs. No event falls between the replay and the live feed."""
         with self._lock:
             if self.store.get(run_id) is None:
-                raise RunRequestError(f"No run {run_id!r}.", 404, "not_found")
-            path = self.runs_dir / run_id / "events.jsonl"
-            if run_id in self._event_files:
-                self._event_files[run_id].flush()
-            past: list[dict[str, Any]] = []
-            if path.is_file():
-                with open(path, encoding="utf-8") as f:
-                    for i, line in enumerate(f):
-                        if i > after:
-                            past.append(json.loads(line))
+                raise NotFound(f"No run {run_id!r}.")
             ended = run_id not in self._active
-            if not ended:
-                self._subscribers.setdefault(run_id, []).append(callback)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                subs = self._subscribers.get(run_id, [])
-                if callback in subs:
-                    subs.remove(callback)
-
+            past, unsubscribe = self.events.subscribe(run_id, after, callback, live=not ended)
         return past, ended, unsubscribe
 
-    # --- restart and shutdown -------------------------------------------------------------
+    def subscribe(self, run_id: str, after: int, callback: Subscriber) -> tuple[list[dict[str, Any]], bool, Callable]:
+        """subscribe_lines with each event as a dict (the CLI's --follow, tests)."""
+        past, ended, unsubscribe = self.subscribe_lines(run_id, after, as_dict_subscriber(callback))
+        return [json.loads(line) for line in past], ended, unsubscribe
 
-    def recover(self) -> None:
-        """Runs left queued or running by a process that stopped (a server, a CLI): kill what
-        is left of them, mark them lost. Runs whose supervising process still lives (another
-        server, a CLI following its run) are theirs, and left alone."""
-        for run in self.store.unfinished():
-            owner = self.store.owner(run.id)
-            if owner and owner != self._owner and alive_of([owner]):
-                continue
-            kill_all(self.store.pids(run.id))
-            run.status, run.ended_at = "lost", time.time()
-            run.root_cause = RootCause(exception="The server stopped while this run was queued or running.")
-            self.store.save(run)
-            (self.runs_dir / run.id).mkdir(parents=True, exist_ok=True)
-            self._emit(run.id, {"type": "status", "run": run.model_dump(mode="json")})
+    # --- restart and shutdown -------------------------------------------------------------
 
     def close(self) -> None:
         """Cancel everything (no process of any run survives), then close the store."""
@@ -674,8 +474,9 @@ class RunService:
             self._closed = True
             ids = list(self._active)
         for run_id in ids:
-            with contextlib.suppress(RunRequestError):
+            with contextlib.suppress(ServiceError):
                 self.cancel(run_id)
+        self.events.close()
         self.store.close()
 
 

@@ -1,0 +1,100 @@
+"""The contract between the run service and the processes it starts: environment variables
+and the names of the files in a run's folder.
+
+The run service (runs/), the memory service (memory/) and labkit, which runs inside the
+training processes, all read these names from here. Keep this module import-light (stdlib
+only, no pydantic, no torch): every rank of every lab imports it.
+
+A run's folder, ``<data dir>/runs/<run id>/``::
+
+    events.jsonl           every event of the run's stream, in order (the websocket replays it)
+    launcher.log           torchrun's (or the script's) own output, as it printed it
+    torchrun/              torchrun's --log-dir: per-rank stdout.log, stderr.log, error.json
+    metrics/rankN.jsonl    what labkit.report and labkit.check wrote, one JSON object a line
+    memory/rankN.pickle    a CUDA memory snapshot (labkit.memory_capture), rankN.phases.json beside it
+    memory/rankN.cpu.json  a CPU memory timeline from the profiler (labkit.memory_capture)
+    cancel-requested       left by `gpudojo runs cancel` for a run another process supervises
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+# Set by the run service in every process of a run.
+RUN_ID_ENV = "GPUDOJO_RUN_ID"
+RUN_DIR_ENV = "GPUDOJO_RUN_DIR"
+# "nccl" with GPUs, "gloo" without: what labkit.backend() returns.
+BACKEND_ENV = "GPUDOJO_BACKEND"
+# "1" when the learner ticked "record memory": labkit.memory_capture() records then.
+RECORD_MEMORY_ENV = "GPUDOJO_RECORD_MEMORY"
+
+EVENTS_FILE = "events.jsonl"
+LAUNCHER_LOG = "launcher.log"
+TORCHRUN_DIR = "torchrun"
+METRICS_DIR = "metrics"
+MEMORY_DIR = "memory"
+CANCEL_FILE = "cancel-requested"
+# Where labkit.memory_capture() writes when no run service started the script.
+HAND_RUN_MEMORY_DIR = "gpudojo-memory"
+
+# Run ids: creation time and 6 hex digits, e.g. 20260101-120000-0a1b2c.
+RUN_ID_PATTERN = r"[0-9]{8}-[0-9]{6}-[0-9a-f]{6}"
+RUN_ID = re.compile(f"^{RUN_ID_PATTERN}$")
+# The captures the memory viewer opens: rank<N>.pickle (CUDA) or rank<N>.cpu.json (CPU).
+CUDA_SNAPSHOT_SUFFIX = ".pickle"
+CPU_TIMELINE_SUFFIX = ".cpu.json"
+CAPTURE_NAME = re.compile(r"^rank(\d+)\.(pickle|cpu\.json)$")
+
+
+def metrics_name(rank: int) -> str:
+    return f"rank{rank}.jsonl"
+
+
+def capture_name(rank: int, suffix: str) -> str:
+    """rank<N><suffix>, e.g. rank0.pickle or rank1.cpu.json."""
+    return f"rank{rank}{suffix}"
+
+
+class RunFolder:
+    """The paths of one run's folder (nothing is created until someone writes)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    @property
+    def events(self) -> Path:
+        return self.path / EVENTS_FILE
+
+    @property
+    def launcher_log(self) -> Path:
+        return self.path / LAUNCHER_LOG
+
+    @property
+    def torchrun_dir(self) -> Path:
+        return self.path / TORCHRUN_DIR
+
+    @property
+    def metrics_dir(self) -> Path:
+        return self.path / METRICS_DIR
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.path / MEMORY_DIR
+
+    @property
+    def cancel_file(self) -> Path:
+        return self.path / CANCEL_FILE
+
+    def metrics_file(self, rank: int) -> Path:
+        return self.metrics_dir / metrics_name(rank)
+
+    def metrics_files(self) -> list[Path]:
+        """Every rank's metrics file so far, in name order."""
+        folder = self.metrics_dir
+        return sorted(folder.glob("rank*.jsonl")) if folder.is_dir() else []
+
+
+def runs_dir(data_dir: Path) -> Path:
+    """Where the run folders live under gpudojo's data dir."""
+    return Path(data_dir) / "runs"

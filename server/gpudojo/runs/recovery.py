@@ -1,0 +1,30 @@
+"""Runs a stopped process left behind: a server (or a CLI following its run) that died
+while runs were queued or running. Called once, explicitly, when a run service starts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from .models import RootCause, Run
+from .procs import alive_of, kill_all
+from .store import RunStore
+
+
+def recover_orphans(store: RunStore, owner: tuple[int, float], announce: Callable[[Run], None]) -> list[str]:
+    """Kill what is left of every unfinished run whose supervising process is gone, mark it
+    lost, and ``announce`` it (its final status event). Runs whose supervisor still lives
+    (another server, a CLI following its run) are theirs, and left alone. Returns the ids
+    of the runs marked lost."""
+    lost: list[str] = []
+    for run in store.unfinished():
+        supervisor = store.owner(run.id)
+        if supervisor and supervisor != owner and alive_of([supervisor]):
+            continue
+        kill_all(store.pids(run.id))
+        run.status, run.ended_at = "lost", time.time()
+        run.root_cause = RootCause(exception="The server stopped while this run was queued or running.")
+        store.save(run)
+        announce(run)
+        lost.append(run.id)
+    return lost
