@@ -123,6 +123,22 @@ def _phase_category(phases: list[tuple[float, str]], names: list[str]):
     return category
 
 
+def _categories(sidecar: dict[str, Any], timed: bool) -> tuple[list[tuple[float, str]], list[str], str, list[str]]:
+    """labkit's phase marks (t_us, name) sorted, the category names, where categories come
+    from, and the notes a CUDA snapshot's analysis carries. Phases need a time axis."""
+    phases = sorted((float(t), str(name)) for t, name in sidecar.get("phases", [])) if timed else []
+    notes: list[str] = []
+    if phases:
+        names = ["before the first phase", *dict.fromkeys(name for _, name in phases)]
+        source = "phases"
+    else:
+        names, source = ["allocations"], "none"
+        notes.append("CUDA snapshots carry no categories; mark phases with labkit.memory_phase() to group by phase.")
+    if not timed:
+        notes.append("This snapshot has no time_us: the axis is the event index, not time.")
+    return phases, names, source, notes
+
+
 def parse_cuda_snapshot(snapshot: Any, device: int | None = None, sidecar: dict[str, Any] | None = None) -> Parsed:
     """Allocation intervals of one device's trace, as pytorch.org/memory_viz pairs them:
     an alloc with the free of the same address (free_completed, else free_requested, else
@@ -145,19 +161,8 @@ def parse_cuda_snapshot(snapshot: Any, device: int | None = None, sidecar: dict[
         else ("free_requested" if "free_requested" in actions else "free")
     )
     sidecar = sidecar or {}
-    phases = sorted((float(t), str(name)) for t, name in sidecar.get("phases", []))
-    notes: list[str] = []
-    if phases and timed:
-        names = ["before the first phase", *dict.fromkeys(name for _, name in phases)]
-        category_of = _phase_category(phases, names)
-        category_source = "phases"
-    else:
-        names = ["allocations"]
-        category_of = lambda t: 0  # noqa: E731
-        category_source = "none"
-        notes.append("CUDA snapshots carry no categories; mark phases with labkit.memory_phase() to group by phase.")
-    if not timed:
-        notes.append("This snapshot has no time_us: the axis is the event index, not time.")
+    phases, names, category_source, notes = _categories(sidecar, timed)
+    category_of = _phase_category(phases, names) if phases else (lambda t: 0)
     frames = _FrameTable()
     intervals = Intervals()
     add = intervals.add
@@ -332,28 +337,17 @@ def parse_cuda_scan(sc: Any, device: int | None = None, sidecar: dict[str, Any] 
     t_first = float(t[0]) if n else 0.0
     t_last = (float(t[-1]) if n else 1.0) + 1.0
     sidecar = sidecar or {}
-    phases = sorted((float(pt), str(name)) for pt, name in sidecar.get("phases", []))
-    notes: list[str] = []
-    if phases and timed:
-        names = ["before the first phase", *dict.fromkeys(name for _, name in phases)]
-        phase_times = np.array([pt for pt, _ in phases])
-        phase_cat = np.array([names.index(name) for _, name in phases])
+    phases, names, category_source, notes = _categories(sidecar, timed)
+    phase_times = np.array([pt for pt, _ in phases])
+    phase_cat = np.array([names.index(name) for _, name in phases], dtype=np.int64)
 
-        def category(times: Any) -> Any:
-            at = np.searchsorted(phase_times, times, side="right") - 1
-            return np.where(at >= 0, phase_cat[np.maximum(at, 0)], 0)
-
-        category_source = "phases"
-    else:
-        names = ["allocations"]
-
-        def category(times: Any) -> Any:
+    def category(times: Any) -> Any:
+        """The phase each time falls in (the vectorised _phase_category)."""
+        if not phases:
             return np.zeros(np.shape(times), dtype=np.int64)
+        at = np.searchsorted(phase_times, times, side="right") - 1
+        return np.where(at >= 0, phase_cat[np.maximum(at, 0)], 0)
 
-        category_source = "none"
-        notes.append("CUDA snapshots carry no categories; mark phases with labkit.memory_phase() to group by phase.")
-    if not timed:
-        notes.append("This snapshot has no time_us: the axis is the event index, not time.")
     by_address = np.argsort(addr, kind="stable")  # each address's entries in trace order
     start, end, sizes, frames_of, addrs, alloc_t = ss._pair(
         by_address,
