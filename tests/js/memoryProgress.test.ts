@@ -17,7 +17,7 @@ describe('analysis progress in the memory view', () => {
   it('names every later phase in words', () => {
     expect(progressText(at('pairing'))).toMatch(/Pairing each allocation/);
     expect(progressText(at('indexing'))).toMatch(/peak/);
-    expect(progressText(at('queued', null, 1500))).toBe("Waiting for another capture's analysis to finish (1.5 s)");
+    expect(progressText(at('queued', null, 1500))).toBe('Waiting for the analysis worker (1.5 s)');
     expect(progressText(at('not_started'))).toBe('Analysing the capture…');
   });
 

@@ -13,7 +13,8 @@ export function progressText(p: AnalysisProgress): string {
   const seconds = p.elapsed_ms >= 1000 ? ` (${(p.elapsed_ms / 1000).toFixed(1)} s)` : '';
   switch (p.phase) {
     case 'queued':
-      return `Waiting for another capture's analysis to finish${seconds}`;
+      // The worker is starting, or analysing another capture: one analysis at a time.
+      return `Waiting for the analysis worker${seconds}`;
     case 'reading':
       return p.fraction === null
         ? `Reading the snapshot${seconds}`

@@ -477,6 +477,8 @@ def scan(path: Path, on_progress: Callable[[float], None] | None = None) -> Scan
             break
         if status == PAUSE:
             pos = int(state[S_POS])
+            if on_progress:
+                on_progress(pos / len(data))
             # What the first megabytes hold says how big the tables will be: size them once.
             for table, counter in ((T_MEMO, S_MEMO), (T_DICT, S_DICT), (T_LIST, S_LIST), (T_EDGE, S_EDGE)):
                 projected = int(state[counter] * len(data) / pos * 1.05) + 1024
@@ -485,8 +487,6 @@ def scan(path: Path, on_progress: Callable[[float], None] | None = None) -> Scan
                         _grown(a, projected, fills.get(table, _fill(a)), exact=True) for a in tables[table]
                     ]
             _forget(data, pos)
-            if on_progress:
-                on_progress(pos / len(data))
             pause_at += step
             continue
         if status < GROW:
