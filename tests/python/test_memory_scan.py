@@ -16,7 +16,7 @@ import pytest
 from gpudojo.memory.analysis import analyse
 from gpudojo.memory.service import MemoryService
 from gpudojo.memory.snapshot import RefusedPickle, read_capture
-from gpudojo.memory.snapshot_scan import ScanStopped, scan
+from gpudojo.worker.snapshot_scan import ScanStopped, scan
 from memory_data import dump, make_real_snapshot, make_snapshot
 
 
@@ -146,3 +146,21 @@ def test_the_worker_reports_progress_and_a_killed_worker_is_replaced(tmp_path):
         assert service.progress("file:big.pickle").phase == "done"
     finally:
         service.close()
+
+
+def test_the_server_side_never_loads_numba_or_torch(tmp_path):
+    """The service analyses through its worker: the process that serves (here a fresh one) has
+    imported neither numba nor torch after a snapshot is opened and windowed."""
+    import subprocess
+    import sys
+
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "snap.pickle").write_bytes(dump(make_snapshot(2000, seed=9)))
+    code = (
+        "import sys; from pathlib import Path; from gpudojo.memory.service import MemoryService; "
+        f"s = MemoryService(Path({str(tmp_path / 'data')!r}), Path({str(tmp_path / 'root')!r})); "
+        "a = s.analyze_path('snap.pickle'); s.window(a.capture.id, None, None, 100, 10); s.close(); "
+        "bad = [m for m in ('numba', 'torch', 'cupy') if m in sys.modules]; assert not bad, bad; print('clean')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "clean" in done.stdout, done.stderr[-2000:]

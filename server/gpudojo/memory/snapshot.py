@@ -297,7 +297,7 @@ def parse_cuda_scan(sc: Any, device: int | None = None, sidecar: dict[str, Any] 
     object per entry). Raises ScanStopped where the scan's shape is not the one it knows."""
     import numpy as np
 
-    from . import snapshot_scan as ss
+    from ..worker import snapshot_scan as ss
 
     def slot(d: int, name: str, kind: int) -> int | None:
         if not sc.dict_keys[d] & ss.BIT[name]:
@@ -449,7 +449,7 @@ def parse_cuda_scan(sc: Any, device: int | None = None, sidecar: dict[str, Any] 
 def _scan_reader():
     """snapshot_scan, where numba is installed (else the restricted unpickler reads everything)."""
     try:
-        from . import snapshot_scan
+        from ..worker import snapshot_scan
     except ImportError:
         return None
     return snapshot_scan

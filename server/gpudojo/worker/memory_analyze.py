@@ -47,7 +47,7 @@ def warm_up() -> dict[str, Any]:
     """Load (or compile, the first time on this machine) the scanner on a tiny snapshot."""
     t0 = time.perf_counter()
     try:
-        from gpudojo.memory import snapshot_scan  # noqa: F401
+        from gpudojo.worker import snapshot_scan  # noqa: F401
     except ImportError as err:
         return {"scanner": False, "reason": f"numba is not installed ({err}): snapshots are unpickled"}
     trace = [{"action": "alloc", "addr": 1, "size": 8, "time_us": 1, "frames": [{"filename": "a.py", "line": 1}]}]

@@ -1,4 +1,5 @@
-"""Reading a CUDA memory snapshot's pickle without building its Python objects.
+"""Reading a CUDA memory snapshot's pickle without building its Python objects (run in the
+memory-analysis worker only: it imports numba, which the server process never loads).
 
 A real 1M-entry snapshot is about 130 MB of pickle holding a million trace dicts, each with
 a 20-deep list of (shared) frame dicts; unpickling it builds some 40 million Python objects
