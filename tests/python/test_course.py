@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from tornado.httpclient import HTTPClientError
 
+from course_api import course_get, course_post, serve_course
 from gpudojo.course.progress import ProgressStore
 
 LESSON = """\
@@ -116,23 +117,11 @@ def course_dirs(tmp_path):
 
 @pytest.fixture
 def jp_server_config(jp_server_config, course_dirs):
-    content, labs = course_dirs
-    jp_server_config.GPUDojo.content_dir = str(content)
-    jp_server_config.GPUDojo.labs_dir = str(labs)
-    return jp_server_config
-
-
-async def _get(jp_fetch, *parts):
-    return json.loads((await jp_fetch("gpudojo", "api", "course", *parts)).body)
-
-
-async def _post(jp_fetch, *parts, body):
-    r = await jp_fetch("gpudojo", "api", "course", *parts, method="POST", body=json.dumps(body))
-    return json.loads(r.body)
+    return serve_course(jp_server_config, *course_dirs)
 
 
 async def test_catalog_lists_items_in_order_and_reports_broken_manifests(jp_fetch):
-    cat = await _get(jp_fetch, "catalog")
+    cat = await course_get(jp_fetch, "catalog")
     assert [(i["id"], i["order"], i["minutes"]) for i in cat["lessons"]] == [("first", 1, 30), ("second", 2, 30)]
     assert cat["labs"][0]["id"] == "lab-one" and cat["labs"][0]["needs"] == "gpu"
     assert all(i["progress"]["status"] == "not_started" for i in cat["lessons"])
@@ -142,7 +131,7 @@ async def test_catalog_lists_items_in_order_and_reports_broken_manifests(jp_fetc
 
 
 async def test_lesson_has_cells_contents_and_a_quiz_without_answers(jp_fetch):
-    doc = await _get(jp_fetch, "lessons", "first")
+    doc = await course_get(jp_fetch, "lessons", "first")
     assert doc["meta"]["title"] == "First steps"
     code = [c for c in doc["cells"] if c["type"] == "code"]
     assert code[0]["source"] == "print(1 + 1)" and not code[0]["needs_gpu"]
@@ -158,13 +147,13 @@ async def test_lesson_has_cells_contents_and_a_quiz_without_answers(jp_fetch):
 
 
 async def test_quiz_is_graded_with_every_choice_explained_and_remembered(jp_fetch):
-    result = await _post(jp_fetch, "lessons", "first", "quiz", body={"answers": {"sum": [0], "evens": [0, 2]}})
+    result = await course_post(jp_fetch, "lessons", "first", "quiz", body={"answers": {"sum": [0], "evens": [0, 2]}})
     assert (result["score"], result["total"]) == (2, 2)
     assert result["results"][1]["explanations"] == ["2 = 2 x 1.", "Odd.", "4 = 2 x 2."]
-    result = await _post(jp_fetch, "lessons", "first", "quiz", body={"answers": {"sum": [1], "evens": [0]}})
+    result = await course_post(jp_fetch, "lessons", "first", "quiz", body={"answers": {"sum": [1], "evens": [0]}})
     assert result["score"] == 0
     assert result["results"][0]["correct_choices"] == [0]
-    doc = await _get(jp_fetch, "lessons", "first")
+    doc = await course_get(jp_fetch, "lessons", "first")
     assert doc["last_quiz"]["score"] == 0
     assert doc["progress"]["status"] == "in_progress" and doc["progress"]["quiz_score"] == 0
 
@@ -181,7 +170,7 @@ async def test_quiz_is_graded_with_every_choice_explained_and_remembered(jp_fetc
 )
 async def test_bad_quiz_answers_are_400s_that_say_why(jp_fetch, body, code):
     with pytest.raises(HTTPClientError) as info:
-        await _post(jp_fetch, "lessons", "first", "quiz", body=body)
+        await course_post(jp_fetch, "lessons", "first", "quiz", body=body)
     assert info.value.code == 400
     err = json.loads(info.value.response.body)["error"]
     assert err["code"] == code and err["message"]
@@ -199,9 +188,9 @@ async def test_malformed_json_and_oversized_bodies_are_refused(jp_fetch, jp_serv
 
 async def test_unknown_items_are_404s(jp_fetch):
     for call in (
-        lambda: _get(jp_fetch, "lessons", "nope"),
-        lambda: _post(jp_fetch, "lessons", "second", "quiz", body={"answers": {}}),  # second has no quiz
-        lambda: _post(jp_fetch, "progress", body={"kind": "lab", "id": "nope", "status": "completed"}),
+        lambda: course_get(jp_fetch, "lessons", "nope"),
+        lambda: course_post(jp_fetch, "lessons", "second", "quiz", body={"answers": {}}),  # second has no quiz
+        lambda: course_post(jp_fetch, "progress", body={"kind": "lab", "id": "nope", "status": "completed"}),
     ):
         with pytest.raises(HTTPClientError) as info:
             await call()
@@ -209,9 +198,9 @@ async def test_unknown_items_are_404s(jp_fetch):
 
 
 async def test_progress_is_stored_and_shown_in_the_catalog(jp_fetch):
-    entry = await _post(jp_fetch, "progress", body={"kind": "lesson", "id": "first", "status": "completed"})
+    entry = await course_post(jp_fetch, "progress", body={"kind": "lesson", "id": "first", "status": "completed"})
     assert entry["status"] == "completed" and entry["completed_at"] > 0
-    cat = await _get(jp_fetch, "catalog")
+    cat = await course_get(jp_fetch, "catalog")
     assert cat["lessons"][0]["progress"]["status"] == "completed"
     assert cat["lessons"][1]["progress"]["status"] == "not_started"
 
@@ -219,7 +208,7 @@ async def test_progress_is_stored_and_shown_in_the_catalog(jp_fetch):
 async def test_open_as_notebook_copies_into_the_workspace_and_never_touches_content(jp_fetch, jp_root_dir, course_dirs):
     source = course_dirs[0] / "lessons" / "01-first.md"
     before = hashlib.sha256(source.read_bytes()).hexdigest()
-    copy = await _post(jp_fetch, "lessons", "first", "notebook", body={})
+    copy = await course_post(jp_fetch, "lessons", "first", "notebook", body={})
     assert copy == {"path": "gpudojo-lessons/01-first.ipynb", "created": True}
     nb = json.loads((Path(jp_root_dir) / copy["path"]).read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
@@ -229,10 +218,10 @@ async def test_open_as_notebook_copies_into_the_workspace_and_never_touches_cont
     assert note["cell_type"] == "markdown" and "Output captured on NVIDIA H100 80GB HBM3" in "".join(note["source"])
     # The learner edits the copy; opening again keeps the edits unless asked to start over.
     (Path(jp_root_dir) / copy["path"]).write_text(json.dumps({**nb, "metadata": {**nb["metadata"], "mine": 1}}))
-    again = await _post(jp_fetch, "lessons", "first", "notebook", body={})
+    again = await course_post(jp_fetch, "lessons", "first", "notebook", body={})
     assert again["created"] is False
     assert json.loads((Path(jp_root_dir) / copy["path"]).read_text())["metadata"]["mine"] == 1
-    fresh = await _post(jp_fetch, "lessons", "first", "notebook", body={"overwrite": True})
+    fresh = await course_post(jp_fetch, "lessons", "first", "notebook", body={"overwrite": True})
     assert fresh["created"] is True
     assert hashlib.sha256(source.read_bytes()).hexdigest() == before
     assert sorted(p.name for p in source.parent.iterdir()) == [

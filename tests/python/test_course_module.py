@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from tornado.httpclient import HTTPClientError
 
+from course_api import course_get, course_post, serve_course
 from gpudojo.course.catalog import load_catalog
 from gpudojo.course.links import NOTEBOOK_NOTE, links_as_plain_text
 from gpudojo.course.models import AcceptanceSpec, ModuleTest
@@ -88,19 +89,7 @@ def course_dirs(tmp_path):
 
 @pytest.fixture
 def jp_server_config(jp_server_config, course_dirs):
-    content, labs = course_dirs
-    jp_server_config.GPUDojo.content_dir = str(content)
-    jp_server_config.GPUDojo.labs_dir = str(labs)
-    return jp_server_config
-
-
-async def _get(jp_fetch, *parts):
-    return json.loads((await jp_fetch("gpudojo", "api", "course", *parts)).body)
-
-
-async def _post(jp_fetch, *parts, body):
-    r = await jp_fetch("gpudojo", "api", "course", *parts, method="POST", body=json.dumps(body))
-    return json.loads(r.body)
+    return serve_course(jp_server_config, *course_dirs)
 
 
 ALL_RIGHT = {"sum": [0], "evens": [0, 2], "odd": [0]}
@@ -108,7 +97,7 @@ ONE_RIGHT = {"sum": [0], "evens": [0], "odd": [1]}
 
 
 async def test_module_test_has_no_answers_until_graded(jp_fetch):
-    doc = await _get(jp_fetch, "module-test")
+    doc = await course_get(jp_fetch, "module-test")
     assert doc["title"] == "Small module test"
     assert [q["id"] for q in doc["questions"]] == ["sum", "evens", "odd"]
     assert "correct" not in json.dumps(doc["questions"]) and "why" not in json.dumps(doc["questions"])
@@ -125,12 +114,12 @@ async def test_module_test_has_no_answers_until_graded(jp_fetch):
 
 
 async def test_retakes_keep_the_best_and_the_last_score(jp_fetch):
-    graded = await _post(jp_fetch, "module-test", body={"answers": ALL_RIGHT})
+    graded = await course_post(jp_fetch, "module-test", body={"answers": ALL_RIGHT})
     assert (graded["result"]["score"], graded["result"]["total"]) == (3, 3)
     assert graded["result"]["results"][1]["explanations"] == ["2 = 2 x 1.", "Odd.", "4 = 2 x 2."]
     assert graded["scores"]["passed"] is True and graded["scores"]["attempts"] == 1
 
-    retake = await _post(jp_fetch, "module-test", body={"answers": ONE_RIGHT})
+    retake = await course_post(jp_fetch, "module-test", body={"answers": ONE_RIGHT})
     assert retake["result"]["score"] == 1
     assert [r["correct"] for r in retake["result"]["results"]] == [True, False, False]
     assert retake["result"]["results"][2]["correct_choices"] == [0]
@@ -139,9 +128,9 @@ async def test_retakes_keep_the_best_and_the_last_score(jp_fetch):
     assert (scores["last"]["score"], scores["best"]["score"]) == (1, 3)
     assert scores["passed"] is True  # passing once is enough; the best attempt counts
 
-    doc = await _get(jp_fetch, "module-test")
+    doc = await course_get(jp_fetch, "module-test")
     assert doc["last_result"]["score"] == 1 and doc["scores"]["best"]["score"] == 3
-    cat = await _get(jp_fetch, "catalog")
+    cat = await course_get(jp_fetch, "catalog")
     assert cat["module_test"]["best"]["score"] == 3 and cat["module_test"]["last"]["score"] == 1
     # The module test is not a lesson: no phantom entry appears among the lessons' progress.
     assert [i["id"] for i in cat["lessons"]] == ["first"]
@@ -160,11 +149,11 @@ async def test_retakes_keep_the_best_and_the_last_score(jp_fetch):
 )
 async def test_bad_module_test_answers_are_400s_and_not_stored(jp_fetch, body, code):
     with pytest.raises(HTTPClientError) as info:
-        await _post(jp_fetch, "module-test", body=body)
+        await course_post(jp_fetch, "module-test", body=body)
     assert info.value.code == 400
     err = json.loads(info.value.response.body)["error"]
     assert err["code"] == code and err["message"]
-    assert (await _get(jp_fetch, "module-test"))["scores"]["attempts"] == 0
+    assert (await course_get(jp_fetch, "module-test"))["scores"]["attempts"] == 0
 
 
 @pytest.mark.parametrize(("method", "path"), [("GET", "module-test"), ("POST", "module-test"), ("GET", "acceptance")])
@@ -182,14 +171,14 @@ async def test_a_course_without_module_test_or_acceptance_list_says_so(jp_fetch,
     (course_dirs[0] / "acceptance.toml").unlink()
     for path in ("module-test", "acceptance"):
         with pytest.raises(HTTPClientError) as info:
-            await _get(jp_fetch, path)
+            await course_get(jp_fetch, path)
         assert info.value.code == 404
         assert "no " in json.loads(info.value.response.body)["error"]["message"]
-    assert (await _get(jp_fetch, "catalog"))["module_test"] is None
+    assert (await course_get(jp_fetch, "catalog"))["module_test"] is None
 
 
 async def test_acceptance_ticks_come_from_progress_and_missing_items_do_not_count(jp_fetch):
-    acc = await _get(jp_fetch, "acceptance")
+    acc = await course_get(jp_fetch, "acceptance")
     count, later = acc["items"]
     assert [(r["kind"], r["id"], r["available"], r["done"]) for r in count["requires"]] == [
         ("lesson", "first", True, False),
@@ -203,20 +192,20 @@ async def test_acceptance_ticks_come_from_progress_and_missing_items_do_not_coun
     # An item whose every requirement is missing is never ticked.
     assert (later["done"], later["available"]) == (False, 0)
 
-    await _post(jp_fetch, "progress", body={"kind": "lesson", "id": "first", "status": "completed"})
-    await _post(jp_fetch, "progress", body={"kind": "lab", "id": "lab-one", "status": "completed"})
-    await _post(jp_fetch, "module-test", body={"answers": ONE_RIGHT})  # 1 of 3: not passed
-    count = (await _get(jp_fetch, "acceptance"))["items"][0]
+    await course_post(jp_fetch, "progress", body={"kind": "lesson", "id": "first", "status": "completed"})
+    await course_post(jp_fetch, "progress", body={"kind": "lab", "id": "lab-one", "status": "completed"})
+    await course_post(jp_fetch, "module-test", body={"answers": ONE_RIGHT})  # 1 of 3: not passed
+    count = (await course_get(jp_fetch, "acceptance"))["items"][0]
     assert (count["done"], count["completed"]) == (False, 2)
-    await _post(jp_fetch, "module-test", body={"answers": ALL_RIGHT})
-    count = (await _get(jp_fetch, "acceptance"))["items"][0]
+    await course_post(jp_fetch, "module-test", body={"answers": ALL_RIGHT})
+    count = (await course_get(jp_fetch, "acceptance"))["items"][0]
     # The exercise does not exist: it neither blocks the tick nor counts as done.
     assert (count["done"], count["completed"], count["available"]) == (True, 3, 3)
     assert count["requires"][2]["done"] is False
 
 
 async def test_catalog_says_what_each_lab_runs_with(jp_fetch):
-    cat = await _get(jp_fetch, "catalog")
+    cat = await course_get(jp_fetch, "catalog")
     lab = cat["labs"][0]
     assert (lab["needs"], lab["launcher"], lab["cpu_path"]) == ("multi-gpu", "torchrun", "gloo on the CPU")
     assert cat["gpus"] == 0  # a replayed recording has no GPU a run can use
@@ -224,7 +213,7 @@ async def test_catalog_says_what_each_lab_runs_with(jp_fetch):
 
 
 async def test_notebook_copies_turn_product_links_into_plain_text(jp_fetch, jp_root_dir):
-    copy = await _post(jp_fetch, "lessons", "first", "notebook", body={})
+    copy = await course_post(jp_fetch, "lessons", "first", "notebook", body={})
     nb = json.loads((Path(jp_root_dir) / copy["path"]).read_text())
     text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert f"Start lab one's sweep {NOTEBOOK_NOTE} and the runs {NOTEBOOK_NOTE}." in text
@@ -233,7 +222,7 @@ async def test_notebook_copies_turn_product_links_into_plain_text(jp_fetch, jp_r
     assert "`[x](gpudojo:open-runs)`" in text
     assert "[in a fence](gpudojo:open-memory?estimator=1)" in text
     # The lesson itself, as the panel serves it, keeps its links.
-    doc = await _get(jp_fetch, "lessons", "first")
+    doc = await course_get(jp_fetch, "lessons", "first")
     assert any("(gpudojo:run-lab?lab=lab-one&sweep=nproc:1,2)" in c["source"] for c in doc["cells"])
 
 

@@ -234,11 +234,6 @@ export class GpudojoClient {
     return this._get<AnalysisProgress>(`memory/progress?capture=${encodeURIComponent(capture)}`);
   }
 
-  /** POST memory/analyze: analyse a snapshot in the workspace (`path` relative to the server root). */
-  analyzeMemoryFile(path: string): Promise<Analysis> {
-    return this._post<Analysis>('memory/analyze', { path });
-  }
-
   /**
    * GET memory/window: the timeline of [t0, t1] (µs) sampled at `px` times, with the `top`
    * largest allocations. `signal` aborts a query a newer viewport made stale.

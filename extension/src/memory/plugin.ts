@@ -141,7 +141,7 @@ export const memoryPlugin: JupyterFrontEndPlugin<IMemoryViewer> = {
       label: 'Open memory timeline',
       caption: 'Analyse this snapshot (torch.cuda.memory._dump_snapshot) and show its memory over time',
       isVisible: args => typeof args.path === 'string' || selectedSnapshot(browsers) !== null,
-      execute: async args => {
+      execute: args => {
         const raw = typeof args.path === 'string' ? args.path : selectedSnapshot(browsers);
         if (!raw) {
           return;
