@@ -85,8 +85,8 @@ api-types:  # needs the venv of `make setup`; not a dependency, so stale types c
 	$(BIN)/jlpm openapi-typescript $(OPENAPI_JSON) -o $(API_SCHEMA_TS) --default-non-nullable false
 
 lint: setup
-	$(BIN)/ruff check server tests/python bench labs
-	$(BIN)/ruff format --check server tests/python bench labs
+	$(BIN)/ruff check server tests/python bench labs content/exercises
+	$(BIN)/ruff format --check server tests/python bench labs content/exercises
 	$(BIN)/python -m gpudojo.api.openapi --check $(OPENAPI_JSON)
 	@$(BIN)/jlpm openapi-typescript $(OPENAPI_JSON) -o $(API_SCHEMA_TS) --default-non-nullable false --check >/dev/null 2>&1 || { \
 		echo "$(API_SCHEMA_TS) is out of date with $(OPENAPI_JSON): run \`make api-types\` and commit it." >&2; exit 1; }

@@ -58,6 +58,9 @@ class GPUDojo(ExtensionApp):
     simulator_max_threads = Integer(
         4096, help="Most threads (grid x block) one launch may have in numba's CUDA simulator."
     ).tag(config=True)
+    max_concurrent_checks = Integer(
+        2, help="Exercise checks allowed at once on this server; another is refused (409) until one ends."
+    ).tag(config=True)
     memory_warm_worker = Bool(
         True,
         help="Start the memory-analysis worker with the server, so the first snapshot opened "
@@ -92,6 +95,7 @@ class GPUDojo(ExtensionApp):
                 kernel_max_source_bytes=self.kernel_max_source_bytes,
                 simulator_max_threads=self.simulator_max_threads,
                 memory_warm_worker=self.memory_warm_worker,
+                max_concurrent_checks=self.max_concurrent_checks,
             )
         )
         source = f"replaying {self.gpu_replay_file}" if self.gpu_replay_file else "live NVML"

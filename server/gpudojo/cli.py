@@ -323,6 +323,93 @@ def _runs(args: argparse.Namespace) -> int:
         services.shutdown()
 
 
+_OUTCOME_MARK = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "pending": "...."}
+
+
+def format_attempt(attempt) -> str:  # type: ignore[no-untyped-def]
+    """A check attempt as a learner reads it: one line per requirement, reasons and figures."""
+    mode = "GPU" if attempt.mode == "gpu" else "CPU variant (requirements that need a GPU are skipped)"
+    lines = [f"{attempt.exercise}: {attempt.passed}/{attempt.applicable} applicable requirements passed ({mode})"]
+    for r in attempt.results:
+        lines.append(f"  [{_OUTCOME_MARK[r.outcome]}] {r.id}: {r.statement}")
+        if r.message:
+            lines.append(f"         {r.message}")
+        for f in r.figures:
+            unit = f" {f.unit}" if f.unit else ""
+            note = f" ({f.note})" if f.note else ""
+            lines.append(f"         {f.name}: {f.value}{unit}{note}")
+    if attempt.error:
+        lines.append(f"  {attempt.error}")
+    if attempt.completed:
+        lines.append("  Completed: every applicable requirement passed.")
+    return "\n".join(lines)
+
+
+def _exercise(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .errors import ServiceError
+
+    services = local_services(data_dir=args.data_dir, content_dir=args.content_dir, root_dir=args.root_dir)
+    svc = services.exercises
+    try:
+        if args.exercise_command == "list":
+            progress = services.course.store.entries(args.user)
+            marks = {"not_started": " ", "in_progress": "~", "completed": "x"}
+            for meta in svc.list():
+                status = progress.get(("exercise", meta.id))
+                mark = marks[status.status] if status else " "
+                gpu = sum(r.gpu for r in meta.requirements)
+                print(
+                    f"[{mark}] {meta.order:>2}. {meta.id:<30} {meta.title} "
+                    f"({len(meta.requirements)} requirements, {gpu} need a GPU)"
+                )
+            return 0
+        try:
+            if args.exercise_command == "start":
+                started = svc.start(args.user, args.id, reset=args.reset)
+                ws = started.workspace
+                if started.kept_as:
+                    print(f"Your previous copy was moved to {started.kept_as}")
+                verb = "Copied the starters into" if started.created else "Your copy is already in"
+                print(f"{verb} {ws.path}/ (open {ws.main})")
+                return 0
+            gpus = services.gpu_count_now()
+            folder = Path(args.dir).resolve() if args.dir else None
+            svc.check(args.user, args.id, gpus, folder=folder)
+            attempt = svc.wait(args.user, args.id)
+        except ServiceError as err:
+            print(f"gpudojo exercise {args.exercise_command}: {err}", file=sys.stderr)
+            return 2
+        assert attempt is not None
+        print(attempt.model_dump_json(indent=2) if args.json else format_attempt(attempt))
+        return 0 if attempt.completed else 1
+    finally:
+        services.shutdown()
+
+
+def _add_exercise_parsers(sub: argparse._SubParsersAction) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--user", default=getpass.getuser(), help="Whose progress (default: this account).")
+    common.add_argument("--data-dir", help="gpudojo's data dir (default: <jupyter data dir>/gpudojo, the server's)")
+    common.add_argument("--content-dir", help="course content folder (default: the packaged one)")
+    common.add_argument("--root-dir", help="the workspace the copies go in (default: this folder)")
+    ex = sub.add_parser("exercise", help="List exercises, start one (copy the starters), check your copy.")
+    esub = ex.add_subparsers(dest="exercise_command", required=True)
+    esub.add_parser("list", parents=[common], help="Exercises with your progress.").set_defaults(func=_exercise)
+    st = esub.add_parser("start", parents=[common], help="Copy the starters into gpudojo-exercises/<id>/.")
+    st.add_argument("id")
+    st.add_argument("--reset", action="store_true", help="copy them again; the old folder is kept beside it")
+    st.set_defaults(func=_exercise)
+    ck = esub.add_parser(
+        "check", parents=[common], help="Run the hidden checks; exit 0 when every applicable requirement passed."
+    )
+    ck.add_argument("id")
+    ck.add_argument("--json", action="store_true", help="print the attempt as JSON")
+    ck.add_argument("--dir", help="check this folder instead of your copy (e.g. an exercise's solution)")
+    ck.set_defaults(func=_exercise)
+
+
 def _add_run_parsers(sub: argparse._SubParsersAction) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", help="gpudojo's data dir (default: <jupyter data dir>/gpudojo, the server's)")
@@ -376,6 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_paths)
     _add_kernel_parsers(sub)
     _add_run_parsers(sub)
+    _add_exercise_parsers(sub)
     return parser
 
 

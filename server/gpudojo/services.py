@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from .course.exercises import ExerciseService
     from .course.service import CourseService
     from .gpu.probe import GpuProbe
     from .gpu.telemetry import TelemetrySampler
@@ -60,6 +61,7 @@ class Settings:
     kernel_max_source_bytes: int = 64 * 1024
     simulator_max_threads: int = 4096
     memory_warm_worker: bool = True
+    max_concurrent_checks: int = 2
 
     @property
     def data_path(self) -> Path:
@@ -126,6 +128,22 @@ class Services:
         catalog = CourseCatalog(s.content_path, s.labs_path)
         store = ProgressStore(s.data_path / "gpudojo.sqlite3")
         return CourseService(catalog, store, Path(s.root_dir))
+
+    @cached_property
+    def exercises(self) -> ExerciseService:
+        """Start and check exercises: the course's catalog and progress store, checks in
+        scratch folders under the data dir."""
+        import shutil
+
+        from .course.exercises import ExerciseService
+
+        s = self.settings
+        scratch = s.data_path / "exercise-checks"
+        shutil.rmtree(scratch, ignore_errors=True)  # what a stopped server left behind
+        course = self.course
+        return ExerciseService(
+            course.catalog_source, course.store, Path(s.root_dir), scratch, max_concurrent=s.max_concurrent_checks
+        )
 
     @cached_property
     def kernels(self) -> KernelService:
@@ -256,6 +274,8 @@ class Services:
         """Stop everything, off the event loop where it blocks (the server's shutdown)."""
         if "sampler" in self.__dict__:
             await self.sampler.stop()
+        if "exercises" in self.__dict__:
+            await asyncio.get_running_loop().run_in_executor(None, self.exercises.close)
         if "course" in self.__dict__:
             await self.in_io_thread(self.course.store.close)
         if "runs" in self.__dict__:
@@ -278,6 +298,7 @@ class Services:
             del self.__dict__["runs"]
         self.runs_executor.shutdown(wait=True)
         for name, close in (
+            ("exercises", lambda: self.exercises.close()),
             ("memory", lambda: self.memory.close()),
             ("course", lambda: self.course.store.close()),
             ("kernels", lambda: self.kernels.close()),

@@ -25,6 +25,13 @@ for want in ("share/jupyter/labextensions/gpudojo/static/style.js",
              "gpudojo/_packaged/content/README.md", "gpudojo/_packaged/labs/README.md"):
     if not any(n.endswith(want) for n in names):
         sys.exit(f"check_wheel: the wheel lacks {want}")
+# Exercises ship their starters and hidden checks, never our solutions (hatch_build.py).
+exercises = [n for n in names if "/_packaged/content/exercises/" in n]
+for part in ("/starters/", "/checks/", "/exercise.toml"):
+    if not any(part in n for n in exercises):
+        sys.exit(f"check_wheel: the wheel's exercises lack {part}")
+if any("/solution/" in n for n in exercises):
+    sys.exit("check_wheel: the wheel ships an exercise solution")
 PY
 
 echo "check_wheel: installing it in a fresh venv without Node"

@@ -11,6 +11,9 @@ import { RunStream, RunStreamOptions } from './runStream';
 import { TelemetryStream, TelemetryStreamOptions } from './telemetry';
 import type {
   Acceptance,
+  CheckAttempt,
+  ExerciseDoc,
+  ExerciseStart,
   Analysis,
   AnalysisProgress,
   ArchList,
@@ -148,6 +151,21 @@ export class GpudojoClient {
   /** GET course/acceptance: the module's acceptance list, ticked from this user's progress. */
   getAcceptance(): Promise<Acceptance> {
     return requestAPI<Acceptance>('course/acceptance', { method: 'GET' }, this.serverSettings);
+  }
+
+  /** GET exercises/{id}: README, requirements, your folder, the running check, the last result, history. */
+  getExercise(id: string): Promise<ExerciseDoc> {
+    return requestAPI<ExerciseDoc>(`exercises/${encodeURIComponent(id)}`, { method: 'GET' }, this.serverSettings);
+  }
+
+  /** POST exercises/{id}/start: copy the starters into the workspace (an existing copy is kept unless `reset`). */
+  startExercise(id: string, reset = false): Promise<ExerciseStart> {
+    return this._post<ExerciseStart>(`exercises/${encodeURIComponent(id)}/start`, { reset });
+  }
+
+  /** POST exercises/{id}/check: start the hidden checks against your copy; GET shows them tick. */
+  checkExercise(id: string): Promise<CheckAttempt> {
+    return this._post<CheckAttempt>(`exercises/${encodeURIComponent(id)}/check`, {});
   }
 
   /** GET kernels/archs: the architectures this server compiles for, and which compilers it has. */

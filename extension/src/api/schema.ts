@@ -626,6 +626,229 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/gpudojo/api/exercises/{exercise_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An exercise: README, requirements, your folder, the running check, the last result, history */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    exercise_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ExerciseDoc"];
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gpudojo/api/exercises/{exercise_id}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Copy the starters into gpudojo-exercises/<id>/ (an existing copy is kept unless reset) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    exercise_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ExerciseStartRequest"];
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ExerciseStart"];
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gpudojo/api/exercises/{exercise_id}/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run the hidden checks against your copy; answers at once (202), GET shows progress */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    exercise_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CheckAttempt"];
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/gpudojo/api/kernels/archs": {
         parameters: {
             query?: never;
@@ -2188,6 +2411,32 @@ export interface components {
              */
             output: boolean;
         };
+        /** AttemptSummary */
+        AttemptSummary: {
+            /** Id */
+            id: string;
+            /**
+             * At
+             * @description Unix time (s) the attempt finished
+             */
+            at: number;
+            /**
+             * Mode
+             * @enum {string}
+             */
+            mode: "gpu" | "cpu";
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "done" | "error";
+            /** Passed */
+            passed: number;
+            /** Applicable */
+            applicable: number;
+            /** Completed */
+            completed: boolean;
+        };
         /** Band */
         Band: {
             /**
@@ -2332,6 +2581,62 @@ export interface components {
             category: string;
             /** Bytes */
             bytes: number;
+        };
+        /**
+         * CheckAttempt
+         * @description One run of an exercise's hidden checks against the learner's copy.
+         */
+        CheckAttempt: {
+            /** Id */
+            id: string;
+            /** Exercise */
+            exercise: string;
+            /**
+             * Status
+             * @description error: the checks could not run to the end (time limit, output cap, a broken check)
+             * @enum {string}
+             */
+            status: "running" | "done" | "error";
+            /**
+             * Mode
+             * @description gpu: every requirement checked; cpu: the CPU variant (GPU ones skipped)
+             * @enum {string}
+             */
+            mode: "gpu" | "cpu";
+            /**
+             * Started At
+             * @description Unix time (s)
+             */
+            started_at: number;
+            /**
+             * Finished At
+             * @default null
+             */
+            finished_at: number | null;
+            /**
+             * Passed
+             * @default 0
+             */
+            passed: number;
+            /**
+             * Applicable
+             * @description Requirements not skipped
+             * @default 0
+             */
+            applicable: number;
+            /**
+             * Completed
+             * @description Every applicable requirement passed
+             * @default false
+             */
+            completed: boolean;
+            /**
+             * Error
+             * @default null
+             */
+            error: string | null;
+            /** Results */
+            results: components["schemas"]["RequirementResult"][];
         };
         /** CheckResult */
         CheckResult: {
@@ -2780,6 +3085,158 @@ export interface components {
             type: "batch";
             /** Events */
             events: (components["schemas"]["LogEvent"] | components["schemas"]["MetricEvent"] | components["schemas"]["StatusEvent"] | components["schemas"]["TruncatedEvent"])[];
+        };
+        /**
+         * ExerciseDoc
+         * @description GET exercises/{id}: the exercise, the learner's folder, the running and last check, history.
+         */
+        ExerciseDoc: {
+            meta: components["schemas"]["ExerciseMeta"];
+            /**
+             * Readme
+             * @description README.md (markdown)
+             */
+            readme: string;
+            workspace: components["schemas"]["ExerciseWorkspace"];
+            progress: components["schemas"]["ProgressEntry"];
+            /**
+             * Mode
+             * @description What a check here would run: the CPU variant without a GPU
+             * @enum {string}
+             */
+            mode: "gpu" | "cpu";
+            /** Gpus */
+            gpus: number;
+            /**
+             * @description The check running now, requirement by requirement
+             * @default null
+             */
+            current: components["schemas"]["CheckAttempt"] | null;
+            /** @default null */
+            last: components["schemas"]["CheckAttempt"] | null;
+            /**
+             * History
+             * @description Newest first
+             */
+            history: components["schemas"]["AttemptSummary"][];
+        };
+        /**
+         * ExerciseMeta
+         * @description content/exercises/<id>/exercise.toml (content/exercises/FORMAT.md).
+         */
+        ExerciseMeta: {
+            /** Id */
+            id: string;
+            /** Title */
+            title: string;
+            /** Order */
+            order: number;
+            /** Minutes */
+            minutes: number;
+            /**
+             * Needs
+             * @default cpu
+             * @enum {string}
+             */
+            needs: "cpu" | "gpu" | "multi-gpu";
+            /**
+             * Cpu Path
+             * @default null
+             */
+            cpu_path: string | null;
+            /**
+             * Main
+             * @description The starter opened first, relative to starters/
+             */
+            main: string;
+            /**
+             * Time Limit S
+             * @description The whole check run; past it the checks are stopped
+             * @default 180
+             */
+            time_limit_s: number;
+            /**
+             * Cpu Cannot Show
+             * @description What a machine without a GPU cannot show
+             * @default
+             */
+            cpu_cannot_show: string;
+            /** Lessons */
+            lessons: string[];
+            /** Requirements */
+            requirements: components["schemas"]["RequirementSpec"][];
+        };
+        /** ExerciseStart */
+        ExerciseStart: {
+            workspace: components["schemas"]["ExerciseWorkspace"];
+            /**
+             * Created
+             * @description False when an existing copy was kept as it is
+             */
+            created: boolean;
+            /**
+             * Kept As
+             * @description Where a reset moved the old copy (relative to root_dir)
+             * @default null
+             */
+            kept_as: string | null;
+        };
+        /**
+         * ExerciseStartRequest
+         * @description POST exercises/{id}/start.
+         */
+        ExerciseStartRequest: {
+            /**
+             * Reset
+             * @description Copy the starters again; the old folder is kept beside it
+             * @default false
+             */
+            reset?: boolean;
+        };
+        /** ExerciseWorkspace */
+        ExerciseWorkspace: {
+            /**
+             * Path
+             * @description The learner's folder, relative to the server's root_dir
+             */
+            path: string;
+            /** Exists */
+            exists: boolean;
+            /**
+             * Main
+             * @description The main starter in it, relative to root_dir
+             */
+            main: string;
+            /**
+             * Readme
+             * @description The README copy in it, relative to root_dir
+             */
+            readme: string;
+            /**
+             * Files
+             * @description Files in the folder, relative to it
+             */
+            files: string[];
+        };
+        /**
+         * Figure
+         * @description A figure a check measured (shown with the requirement, passed or failed).
+         */
+        Figure: {
+            /** Name */
+            name: string;
+            /** Value */
+            value: number | string | null;
+            /**
+             * Unit
+             * @default
+             */
+            unit: string;
+            /**
+             * Note
+             * @default
+             */
+            note: string;
         };
         /**
          * Fix
@@ -3815,6 +4272,50 @@ export interface components {
             id: string;
             /** Title */
             title: string;
+        };
+        /** RequirementResult */
+        RequirementResult: {
+            /** Id */
+            id: string;
+            /** Statement */
+            statement: string;
+            /** Gpu */
+            gpu: boolean;
+            /**
+             * Outcome
+             * @description pending while the checks run; skipped: needs a GPU this machine lacks
+             * @enum {string}
+             */
+            outcome: "pending" | "passed" | "failed" | "skipped";
+            /**
+             * Message
+             * @description Why it failed or was skipped, in the learner's terms
+             * @default
+             */
+            message: string;
+            /** Figures */
+            figures: components["schemas"]["Figure"][];
+            /**
+             * Duration S
+             * @default 0
+             */
+            duration_s: number;
+        };
+        /**
+         * RequirementSpec
+         * @description One requirement of an exercise: what the learner must make true, checked by a test.
+         */
+        RequirementSpec: {
+            /** Id */
+            id: string;
+            /** Statement */
+            statement: string;
+            /**
+             * Gpu
+             * @description Checked only with a GPU; skipped (not applicable) without one
+             * @default false
+             */
+            gpu: boolean;
         };
         /**
          * RootCause

@@ -79,6 +79,19 @@ export type AcceptanceRequirementKind = AcceptanceRequirement['kind'];
 export type AcceptanceItem = S['AcceptanceItem'];
 export type Acceptance = S['Acceptance'];
 
+/* Exercises (server/gpudojo/course/models.py). */
+export type RequirementSpec = S['RequirementSpec'];
+export type ExerciseMeta = S['ExerciseMeta'];
+export type ExerciseFigure = S['Figure'];
+export type RequirementResult = S['RequirementResult'];
+export type RequirementOutcome = RequirementResult['outcome'];
+export type CheckAttempt = S['CheckAttempt'];
+export type CheckMode = CheckAttempt['mode'];
+export type AttemptSummary = S['AttemptSummary'];
+export type ExerciseWorkspace = S['ExerciseWorkspace'];
+export type ExerciseDoc = S['ExerciseDoc'];
+export type ExerciseStart = S['ExerciseStart'];
+
 /* Kernels (server/gpudojo/kernels/models.py). Lines and columns are 1-based. */
 
 export type CompileOptions = S['CompileOptions'];

@@ -166,7 +166,7 @@ export class AcceptanceView extends Widget {
     return row;
   }
 
-  /** What clicking a requirement opens: its lesson, its lab's Run form, the module test. */
+  /** What clicking a requirement opens: its lesson, its lab's Run form, its exercise, the module test. */
   private _opener(req: AcceptanceRequirement): (() => void) | null {
     if (!req.available) {
       return null;
@@ -177,6 +177,9 @@ export class AcceptanceView extends Widget {
     }
     if (req.kind === 'lab' && req.id && commands.hasCommand(RunCommandIds.runLab)) {
       return () => void commands.execute(RunCommandIds.runLab, { lab: req.id as string });
+    }
+    if (req.kind === 'exercise' && req.id) {
+      return () => void commands.execute(CourseCommandIds.openExercise, { id: req.id as string });
     }
     if (req.kind === 'module-test') {
       return () => void commands.execute(CourseCommandIds.openModuleTest);

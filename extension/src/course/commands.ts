@@ -3,6 +3,8 @@
 export namespace CourseCommandIds {
   /** Open (or reveal) a lesson; args `{id}`. */
   export const openLesson = 'gpudojo:open-lesson';
+  /** Open (or reveal) an exercise; args `{id}`. */
+  export const openExercise = 'gpudojo:open-exercise';
   /** Open (or reveal) the module test. */
   export const openModuleTest = 'gpudojo:open-module-test';
   /** Open (or reveal) the acceptance list: what a learner can do at the end, ticked. */

@@ -317,7 +317,7 @@ export class LessonView extends Panel {
     return parts.length ? h('footer', { className: 'gpudojo-lesson-footer' }, ...parts) : null;
   }
 
-  /** A link that opens a lesson, or a lab's kernels in the playground; other items only show their title. */
+  /** A link that opens a lesson or an exercise, or a lab's kernels in the playground; other items only show their title. */
   private _itemLink(item: RelatedItem, className: string, text = item.title): HTMLElement {
     const action = this._action(item);
     if (!action) {
@@ -336,6 +336,12 @@ export class LessonView extends Panel {
     const { commands, model } = this._options;
     if (item.kind === 'lesson') {
       return { open: () => void commands.execute(CourseCommandIds.openLesson, { id: item.id }), title: '' };
+    }
+    if (item.kind === 'exercise') {
+      return {
+        open: () => void commands.execute(CourseCommandIds.openExercise, { id: item.id }),
+        title: 'Open the exercise'
+      };
     }
     if (item.kind === 'lab' && model.hasKernelExamples(item.id)) {
       return { open: () => openLabKernels(commands, item), title: 'Open this lab’s kernels in the Kernel Playground' };

@@ -5,7 +5,7 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import { Dialog, ICommandPalette, MainAreaWidget, WidgetTracker, showDialog } from '@jupyterlab/apputils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { Widget } from '@lumino/widgets';
@@ -14,6 +14,7 @@ import type { DevicesModel } from '../gpu/devicesModel';
 import { IDevicesModel, IGpudojoClient, IGpudojoSidebar } from '../tokens';
 import { CourseCommandIds } from './commands';
 import { AcceptanceView } from './acceptance';
+import { ExerciseView } from './exercise';
 import { LessonView } from './lesson';
 import { ModuleTestView } from './moduleTest';
 import { CourseModel } from './model';
@@ -119,6 +120,45 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
       return widget;
     };
 
+    // Exercises: one view per exercise, reopened after a reload.
+    const exerciseViews = new WidgetTracker<MainAreaWidget<ExerciseView>>({ namespace: 'gpudojo-exercise' });
+    app.commands.addCommand(CourseCommandIds.openExercise, {
+      label: args => {
+        const id = typeof args['id'] === 'string' ? args['id'] : '';
+        const title = id ? model.item('exercise', id)?.title : undefined;
+        return title ? `Open Exercise: ${title}` : id ? `Open Exercise ${id}` : 'Open Exercise';
+      },
+      caption: 'Open an exercise: start it, check your copy, see each requirement',
+      execute: args => {
+        const id = typeof args['id'] === 'string' ? args['id'] : '';
+        if (!id) {
+          return;
+        }
+        return openModuleView(
+          exerciseViews,
+          `gpudojo-exercise-${id}`,
+          () =>
+            new ExerciseView({
+              exerciseId: id,
+              source: client,
+              createMarkdown: markdown,
+              openPath: (path, preview) => {
+                docManager.openOrReveal(path, preview ? 'Markdown Preview' : undefined);
+              },
+              confirmReset: async path => {
+                const result = await showDialog({
+                  title: 'Reset the exercise?',
+                  body: `Your copy in ${path}/ is moved aside (kept, renamed with the date), and the starters are copied again.`,
+                  buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Reset' })]
+                });
+                return result.button.accept;
+              },
+              changed: () => void model.refresh()
+            })
+        );
+      }
+    });
+
     app.commands.addCommand(CourseCommandIds.openModuleTest, {
       label: 'Open the Module Test',
       caption: '25 questions across the eight lessons, graded with every choice explained; retakes allowed',
@@ -163,6 +203,11 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
         command: CourseCommandIds.openLesson,
         args: widget => ({ id: widget.content.lessonId }),
         name: widget => widget.content.lessonId
+      });
+      void restorer.restore(exerciseViews, {
+        command: CourseCommandIds.openExercise,
+        args: widget => ({ id: widget.content.exerciseId }),
+        name: widget => widget.content.exerciseId
       });
       void restorer.restore(testViews, { command: CourseCommandIds.openModuleTest, name: () => 'module-test' });
       void restorer.restore(goalViews, { command: CourseCommandIds.openAcceptance, name: () => 'acceptance' });

@@ -249,6 +249,9 @@ export class CourseSection extends Widget {
     );
     if (item.kind === 'lesson') {
       makeClickable(row, () => void this._commands.execute(CourseCommandIds.openLesson, { id: item.id }));
+    } else if (item.kind === 'exercise') {
+      row.title = `${item.title}: open the exercise (start, check, see each requirement)`;
+      makeClickable(row, () => void this._commands.execute(CourseCommandIds.openExercise, { id: item.id }));
     } else if (item.kind === 'lab' && this._model.hasKernelExamples(item.id)) {
       row.setAttribute('data-kernels', 'true');
       row.title = `${item.title}: open its kernels in the Kernel Playground`;

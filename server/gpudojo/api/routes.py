@@ -12,6 +12,7 @@ from .course import (
     ProgressHandler,
     QuizHandler,
 )
+from .exercises import EXERCISE_ID, ExerciseCheckHandler, ExerciseHandler, ExerciseStartHandler
 from .gpu import DevicesHandler, TelemetryHandler
 from .kernels import ArchsHandler, CompileHandler, ExamplesHandler, OccupancyHandler, RunHandler
 from .memory import (
@@ -48,6 +49,9 @@ ROUTES: list[tuple[str, type]] = [
     ("course/progress", ProgressHandler),
     ("course/module-test", ModuleTestHandler),
     ("course/acceptance", AcceptanceHandler),
+    (f"exercises/{EXERCISE_ID}", ExerciseHandler),
+    (f"exercises/{EXERCISE_ID}/start", ExerciseStartHandler),
+    (f"exercises/{EXERCISE_ID}/check", ExerciseCheckHandler),
     ("kernels/archs", ArchsHandler),
     ("kernels/examples", ExamplesHandler),
     ("kernels/compile", CompileHandler),

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from .models import GpuCellMeta, ItemMeta, LessonCell, LessonMeta, Problem, Quiz, TocEntry
+from .models import ExerciseMeta, GpuCellMeta, ItemMeta, LessonCell, LessonMeta, Problem, Quiz, TocEntry
 
 GPU_TAG = "needs-gpu"
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
@@ -132,12 +132,12 @@ def load_catalog(content_root: Path, labs_root: Path) -> CatalogData:
         data.problems += problems
         if lesson is not None:
             data.lessons.append(lesson)
-    for kind, pattern, target in (
-        ("lab", labs_root.glob("*/lab.toml"), data.labs),
-        ("exercise", (content_root / "exercises").glob("*/exercise.toml"), data.exercises),
+    for kind, pattern, target, model in (
+        ("lab", labs_root.glob("*/lab.toml"), data.labs, ItemMeta),
+        ("exercise", (content_root / "exercises").glob("*/exercise.toml"), data.exercises, ExerciseMeta),
     ):
         for path in sorted(pattern):
-            meta, problems = load_toml(path, ItemMeta)
+            meta, problems = load_toml(path, model)
             data.problems += problems
             if meta is not None:
                 target.append(Item(kind=kind, meta=meta, path=path))  # type: ignore[arg-type]

@@ -245,6 +245,119 @@ class ModuleTestGraded(_Model):
     scores: ModuleTestScores
 
 
+class RequirementSpec(_Model):
+    """One requirement of an exercise: what the learner must make true, checked by a test."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    statement: str = Field(min_length=1)
+    gpu: bool = Field(False, description="Checked only with a GPU; skipped (not applicable) without one")
+
+
+class ExerciseMeta(ItemMeta):
+    """content/exercises/<id>/exercise.toml (content/exercises/FORMAT.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    main: str = Field(min_length=1, description="The starter opened first, relative to starters/")
+    time_limit_s: int = Field(180, ge=10, le=1800, description="The whole check run; past it the checks are stopped")
+    cpu_cannot_show: str = Field("", description="What a machine without a GPU cannot show")
+    lessons: list[str] = Field(default_factory=list)
+    requirements: list[RequirementSpec] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_requirements(self) -> ExerciseMeta:
+        ids = [r.id for r in self.requirements]
+        if len(ids) != len(set(ids)):
+            raise ValueError("requirement ids must be unique")
+        return self
+
+
+Outcome = Literal["pending", "passed", "failed", "skipped"]
+
+
+class Figure(_Model):
+    """A figure a check measured (shown with the requirement, passed or failed)."""
+
+    name: str
+    value: float | int | str | None
+    unit: str = ""
+    note: str = ""
+
+
+class RequirementResult(_Model):
+    id: str
+    statement: str
+    gpu: bool
+    outcome: Outcome = Field(description="pending while the checks run; skipped: needs a GPU this machine lacks")
+    message: str = Field("", description="Why it failed or was skipped, in the learner's terms")
+    figures: list[Figure] = Field(default_factory=list)
+    duration_s: float = 0.0
+
+
+CheckMode = Literal["gpu", "cpu"]
+
+
+class CheckAttempt(_Model):
+    """One run of an exercise's hidden checks against the learner's copy."""
+
+    id: str
+    exercise: str
+    status: Literal["running", "done", "error"] = Field(
+        description="error: the checks could not run to the end (time limit, output cap, a broken check)"
+    )
+    mode: CheckMode = Field(description="gpu: every requirement checked; cpu: the CPU variant (GPU ones skipped)")
+    started_at: float = Field(description="Unix time (s)")
+    finished_at: float | None = None
+    passed: int = 0
+    applicable: int = Field(0, description="Requirements not skipped")
+    completed: bool = Field(False, description="Every applicable requirement passed")
+    error: str | None = None
+    results: list[RequirementResult]
+
+
+class AttemptSummary(_Model):
+    id: str
+    at: float = Field(description="Unix time (s) the attempt finished")
+    mode: CheckMode
+    status: Literal["done", "error"]
+    passed: int
+    applicable: int
+    completed: bool
+
+
+class ExerciseWorkspace(_Model):
+    path: str = Field(description="The learner's folder, relative to the server's root_dir")
+    exists: bool
+    main: str = Field(description="The main starter in it, relative to root_dir")
+    readme: str = Field(description="The README copy in it, relative to root_dir")
+    files: list[str] = Field(default_factory=list, description="Files in the folder, relative to it")
+
+
+class ExerciseDoc(_Model):
+    """GET exercises/{id}: the exercise, the learner's folder, the running and last check, history."""
+
+    meta: ExerciseMeta
+    readme: str = Field(description="README.md (markdown)")
+    workspace: ExerciseWorkspace
+    progress: ProgressEntry
+    mode: CheckMode = Field(description="What a check here would run: the CPU variant without a GPU")
+    gpus: int
+    current: CheckAttempt | None = Field(None, description="The check running now, requirement by requirement")
+    last: CheckAttempt | None = None
+    history: list[AttemptSummary] = Field(default_factory=list, description="Newest first")
+
+
+class ExerciseStartRequest(_Model):
+    """POST exercises/{id}/start."""
+
+    reset: bool = Field(False, description="Copy the starters again; the old folder is kept beside it")
+
+
+class ExerciseStart(_Model):
+    workspace: ExerciseWorkspace
+    created: bool = Field(description="False when an existing copy was kept as it is")
+    kept_as: str | None = Field(None, description="Where a reset moved the old copy (relative to root_dir)")
+
+
 Requirement = Literal["lesson", "lab", "exercise", "module-test"]
 
 
@@ -298,3 +411,4 @@ class Acceptance(_Model):
 
 Catalog.model_rebuild()
 LessonDoc.model_rebuild()
+ExerciseDoc.model_rebuild()

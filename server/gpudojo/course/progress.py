@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from .models import ProgressEntry, QuizResult
+from .models import AttemptSummary, CheckAttempt, ProgressEntry, QuizResult
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,19 @@ CREATE TABLE IF NOT EXISTS quiz_attempts (
     result TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS quiz_by_user ON quiz_attempts (user, lesson_id, at);
+CREATE TABLE IF NOT EXISTS exercise_checks (
+    user TEXT NOT NULL,
+    exercise_id TEXT NOT NULL,
+    attempt_id TEXT NOT NULL,
+    at REAL NOT NULL,
+    mode TEXT NOT NULL,
+    status TEXT NOT NULL,
+    passed INTEGER NOT NULL,
+    applicable INTEGER NOT NULL,
+    completed INTEGER NOT NULL,
+    result TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS checks_by_user ON exercise_checks (user, exercise_id, at);
 """
 
 
@@ -149,9 +162,57 @@ class ProgressStore:
             ).fetchone()
         return QuizResult.model_validate(json.loads(row[0])) if row else None
 
+    def record_check(self, user: str, attempt: CheckAttempt) -> None:
+        """Store a finished check attempt; a completed one completes the exercise, any other
+        marks it in progress (a completion is never undone by a later failing attempt)."""
+        with self._lock:
+            self._db.execute(
+                """INSERT INTO exercise_checks
+                   (user, exercise_id, attempt_id, at, mode, status, passed, applicable, completed, result)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    user,
+                    attempt.exercise,
+                    attempt.id,
+                    attempt.finished_at or time.time(),
+                    attempt.mode,
+                    attempt.status,
+                    attempt.passed,
+                    attempt.applicable,
+                    int(attempt.completed),
+                    attempt.model_dump_json(),
+                ),
+            )
+        if attempt.completed:
+            self.set_status(user, "exercise", attempt.exercise, "completed")
+        elif self.entry(user, "exercise", attempt.exercise).status == "not_started":
+            self.set_status(user, "exercise", attempt.exercise, "in_progress")
+
+    def check_history(self, user: str, exercise_id: str, limit: int = 50) -> list[AttemptSummary]:
+        """This user's check attempts of an exercise, newest first."""
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT attempt_id, at, mode, status, passed, applicable, completed FROM exercise_checks
+                   WHERE user = ? AND exercise_id = ? ORDER BY at DESC LIMIT ?""",
+                (user, exercise_id, limit),
+            ).fetchall()
+        return [
+            AttemptSummary(id=a, at=at, mode=m, status=st, passed=p, applicable=ap, completed=bool(c))
+            for a, at, m, st, p, ap, c in rows
+        ]
+
+    def last_check(self, user: str, exercise_id: str) -> CheckAttempt | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT result FROM exercise_checks WHERE user = ? AND exercise_id = ? ORDER BY at DESC LIMIT 1",
+                (user, exercise_id),
+            ).fetchone()
+        return CheckAttempt.model_validate_json(row[0]) if row else None
+
     def users(self) -> list[str]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT user FROM progress UNION SELECT user FROM quiz_attempts ORDER BY 1"
+                "SELECT user FROM progress UNION SELECT user FROM quiz_attempts"
+                " UNION SELECT user FROM exercise_checks ORDER BY 1"
             ).fetchall()
         return [r[0] for r in rows]

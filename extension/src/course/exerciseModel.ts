@@ -1,0 +1,127 @@
+/** Pure presentation rules of an exercise: which check to show, outcome marks, figures, mode. */
+
+import type {
+  AttemptSummary,
+  CheckAttempt,
+  CheckMode,
+  ExerciseDoc,
+  ExerciseFigure,
+  RequirementOutcome,
+  RequirementResult
+} from '../api/types';
+
+/** The requirement rows to draw: the running check's, else the last one's, else the manifest's (not run yet). */
+export function requirementRows(doc: Pick<ExerciseDoc, 'meta' | 'current' | 'last'>): RequirementResult[] {
+  const attempt = doc.current ?? doc.last ?? null;
+  const byId = new Map((attempt?.results ?? []).map(r => [r.id, r]));
+  return doc.meta.requirements.map(
+    spec =>
+      byId.get(spec.id) ?? {
+        id: spec.id,
+        statement: spec.statement,
+        gpu: spec.gpu,
+        outcome: 'pending',
+        message: '',
+        figures: [],
+        duration_s: 0
+      }
+  );
+}
+
+export interface OutcomeMark {
+  /** A short symbol drawn by CSS from `shape`; this is what a screen reader says. */
+  label: string;
+  shape: 'pass' | 'fail' | 'skip' | 'pending' | 'running';
+}
+
+/** How a requirement's outcome is drawn; pending while a check runs reads as "checking". */
+export function outcomeMark(outcome: RequirementOutcome, running: boolean): OutcomeMark {
+  switch (outcome) {
+    case 'passed':
+      return { label: 'Passed', shape: 'pass' };
+    case 'failed':
+      return { label: 'Failed', shape: 'fail' };
+    case 'skipped':
+      return { label: 'Skipped: needs a GPU', shape: 'skip' };
+    default:
+      return running ? { label: 'Checking…', shape: 'running' } : { label: 'Not checked yet', shape: 'pending' };
+  }
+}
+
+/** A figure as one line: "copy bandwidth: 9.8 GB/s (41% of the measured peak)". */
+export function formatFigure(figure: ExerciseFigure): string {
+  const value =
+    figure.value === null || figure.value === undefined
+      ? 'n/a'
+      : typeof figure.value === 'number'
+        ? formatNumber(figure.value)
+        : String(figure.value);
+  const unit = figure.unit ? ` ${figure.unit}` : '';
+  const note = figure.note ? ` (${figure.note})` : '';
+  return `${figure.name}: ${value}${unit}${note}`;
+}
+
+function formatNumber(x: number): string {
+  if (!Number.isFinite(x)) {
+    return String(x);
+  }
+  if (Number.isInteger(x)) {
+    return x.toLocaleString('en-US');
+  }
+  const abs = Math.abs(x);
+  return abs >= 100 ? x.toFixed(0) : abs >= 1 ? x.toFixed(2).replace(/\.?0+$/, '') : x.toPrecision(3);
+}
+
+export interface ModeLabel {
+  /** e.g. 'GPU' or 'CPU variant'. */
+  text: string;
+  /** What this mode checks, and for the CPU variant what it cannot show. */
+  detail: string;
+}
+
+/** What a check on this machine runs, or what a finished check ran. */
+export function modeLabel(mode: CheckMode, cannotShow: string, gpuRequirements: number): ModeLabel {
+  if (mode === 'gpu') {
+    return { text: 'GPU', detail: 'Every requirement is checked on this machine’s GPU.' };
+  }
+  const one = gpuRequirements === 1;
+  const skipped =
+    gpuRequirements === 0
+      ? 'every requirement is checked on the CPU.'
+      : `${gpuRequirements} requirement${one ? ' that needs' : 's that need'} a GPU ${one ? 'is' : 'are'} skipped.`;
+  const cannot = cannotShow.trim() ? ` Without a GPU this cannot show: ${cannotShow.trim()}` : '';
+  return { text: 'CPU variant', detail: `No GPU here: ${skipped}${cannot}` };
+}
+
+/** The status line over the requirement list. */
+export function checkStatus(attempt: CheckAttempt | null, running: boolean): string {
+  if (!attempt) {
+    return 'Not checked yet. Start the exercise, edit your copy, then Check.';
+  }
+  const mode = attempt.mode === 'gpu' ? 'on the GPU' : 'CPU variant';
+  if (running || attempt.status === 'running') {
+    const done = attempt.results.filter(r => r.outcome !== 'pending').length;
+    return `Checking your copy (${mode})… ${done} of ${attempt.results.length} requirements done.`;
+  }
+  const base = `${attempt.passed} of ${attempt.applicable} applicable requirements passed (${mode}).`;
+  if (attempt.error) {
+    return `${base} ${attempt.error}`;
+  }
+  return attempt.completed ? `${base} Completed.` : base;
+}
+
+/** An attempt in the history list: "14:02 · CPU variant · 3/4 passed". */
+export function attemptLine(a: AttemptSummary, now: Date = new Date()): string {
+  const at = new Date(a.at * 1000);
+  const sameDay = at.toDateString() === now.toDateString();
+  const time = at.toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit' });
+  const when = sameDay ? time : `${at.toLocaleDateString('en-GB', { day: 'numeric', month: 'short' })} ${time}`;
+  const mode = a.mode === 'gpu' ? 'GPU' : 'CPU variant';
+  const result = a.status === 'error' ? 'stopped' : a.completed ? 'completed' : `${a.passed}/${a.applicable} passed`;
+  return `${when} · ${mode} · ${result}`;
+}
+
+/** Poll again while a check runs. */
+export function isRunning(doc: Pick<ExerciseDoc, 'current'>): boolean {
+  return doc.current !== null && doc.current !== undefined && doc.current.status === 'running';
+}
