@@ -139,7 +139,16 @@ class Services:
 
         s = self.settings
         scratch = s.data_path / "exercise-checks"
-        shutil.rmtree(scratch, ignore_errors=True)  # what a stopped server left behind
+        # What a stopped server or CLI left behind. Only old folders: another process (the
+        # server, a `gpudojo exercise check`) may be running a check in this data dir now.
+        if scratch.is_dir():
+            stale = time.time() - 2 * 3600  # longer than any check may run (time_limit_s <= 1800)
+            for entry in scratch.iterdir():
+                try:
+                    if entry.stat().st_mtime < stale:
+                        shutil.rmtree(entry, ignore_errors=True)
+                except OSError:
+                    continue
         course = self.course
         return ExerciseService(
             course.catalog_source, course.store, Path(s.root_dir), scratch, max_concurrent=s.max_concurrent_checks

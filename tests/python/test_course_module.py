@@ -308,3 +308,6 @@ def test_the_acceptance_list_is_the_syllabus_last_section():
     named = {(r.kind, r.id) for i in spec.items for r in i.requires if r.kind in ("lesson", "lab")}
     for kind, item_id in named:
         assert (kind == "lesson" and item_id in planned_lessons) or data.title_of(kind, item_id), (kind, item_id)
+    # Every exercise of the course counts towards one of the items.
+    counted = {r.id for i in spec.items for r in i.requires if r.kind == "exercise"}
+    assert {e.meta.id for e in data.exercises} <= counted

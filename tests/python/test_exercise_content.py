@@ -38,15 +38,26 @@ def run(svc: ExerciseService, exercise: str, folder: str):
     return attempt, report
 
 
-def test_the_course_has_the_exercises_of_this_wave():
-    assert {
-        "gpu-introspection",
-        "cuda-kernel",
-        "pytorch-pipeline",
-        "gpu-performance-optimization",
-        "gpu-memory-profiling",
-        "mixed-precision",
-    } <= set(EXERCISES)
+def test_the_course_has_the_eleven_exercises_of_the_syllabus_in_order():
+    data = CourseCatalog(CONTENT, material_root("labs")).data()
+    assert [(e.meta.order, e.meta.id) for e in data.exercises] == list(
+        enumerate(
+            [
+                "gpu-introspection",
+                "cuda-kernel",
+                "pytorch-pipeline",
+                "gpu-cluster-management",
+                "gpu-performance-optimization",
+                "distributed-gpu-training",
+                "gpu-memory-profiling",
+                "mixed-precision",
+                "inference-optimization",
+                "gpu-sharing-strategies",
+                "gpu-cost-optimization",
+            ],
+            start=1,
+        )
+    )
 
 
 def test_every_manifest_loads_and_every_exercise_has_its_parts():
