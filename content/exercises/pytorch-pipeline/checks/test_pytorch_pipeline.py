@@ -272,8 +272,14 @@ def test_learning_rate_follows_warmup_then_cosine(learner, figures):
 # --- train.py: metrics and resume -----------------------------------------------------------
 
 
+# The same arithmetic in every run: one CPU thread, and oneDNN/MKL on one code path whatever the
+# tensors' alignment (a tensor loaded from a checkpoint may be aligned unlike one built in place).
+DETERMINISTIC_CPU = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MKL_CBWR": "COMPATIBLE"}
+
+
 def run_train(learner, cfg_path, *extra, timeout_s=60):
-    res = learner.run(["python", "train.py", "--config", str(cfg_path), *map(str, extra)], timeout_s=timeout_s)
+    argv = ["python", "train.py", "--config", str(cfg_path), *map(str, extra)]
+    res = learner.run(argv, timeout_s=timeout_s, env=DETERMINISTIC_CPU)
     if res.returncode != 0:
         fail(
             f"python train.py --config cfg.json {' '.join(map(str, extra))} exited with {res.returncode}: {res.tail()}"
@@ -362,7 +368,9 @@ def test_resumed_run_reproduces_uninterrupted_losses(learner, figures, tmp_path,
         )
     if [r.get("step") for r in resumed] != list(range(first, total)):
         fail(f"the resumed run printed steps {[r.get('step') for r in resumed]}; expected {first} to {total - 1}.")
-    tol = 1e-6 if gpus == 0 else 1e-4
+    # bf16 autocast rounds to 8 bits of mantissa: one value rounded the other way moves the loss by
+    # ~1e-5, while a state not restored (moments, schedule, data position) moves it by 1e-3 or more.
+    tol = 1e-4
     worst = 0.0
     for r in resumed:
         want = straight[r["step"]]["loss"]
