@@ -93,7 +93,7 @@ lint: setup
 	$(BIN)/jlpm lint
 
 test-python: setup
-	$(BIN)/python -m pytest -p no:cacheprovider tests/python
+	$(BIN)/python -m pytest -p no:cacheprovider --durations=40 tests/python
 
 test-js: setup
 	$(BIN)/jlpm test

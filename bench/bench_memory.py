@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import http.server
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -38,7 +37,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from server import REPO, TOKEN, free_port, jupyter_server, machine
+from server import REPO, TOKEN, free_port, jupyter_server, machine, run_browser
 
 sys.path.insert(0, str(REPO / "tests" / "python"))
 from memory_data import dump, make_snapshot, write_real_snapshot
@@ -176,26 +175,7 @@ def anchor_server(memory_viz: Path, modules: Path, snapshots: Path) -> tuple[htt
 
 
 def browser(jobs: list[dict], hovers: int, timeout_s: float) -> list[dict]:
-    config = {
-        "chromium": "/usr/bin/chromium",
-        "viewport": {"width": 1400, "height": 900},
-        "hovers": hovers,
-        "timeoutMs": timeout_s * 1000,
-        "jobs": jobs,
-    }
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(config, f)
-    try:
-        done = subprocess.run(
-            ["node", str(HERE / "memory_browser.mjs"), f.name], cwd=HERE, capture_output=True, text=True, check=False
-        )
-    finally:
-        os.unlink(f.name)
-    sys.stderr.write(done.stderr)
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("[")]
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"memory_browser.mjs failed ({done.returncode})")
-    return json.loads(lines[-1])
+    return run_browser("memory_browser.mjs", {"hovers": hovers, "timeoutMs": timeout_s * 1000, "jobs": jobs})
 
 
 # --- the run ------------------------------------------------------------------------------

@@ -9,73 +9,13 @@
 
 import { chromium } from 'playwright-core';
 import fs from 'node:fs';
+import { memory, WAIT_DRAWN } from './browser_common.mjs';
 
 const config = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const log = (...args) => console.error('[memory_browser]', ...args);
 
-/** VmRSS (bytes) of each Chromium renderer started by this Node process. */
-function rendererRss() {
-  const parentOf = pid => {
-    try {
-      const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-      return Number(/^PPid:\s+(\d+)/m.exec(status)[1]);
-    } catch {
-      return 0;
-    }
-  };
-  const found = [];
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    let cmdline;
-    try {
-      cmdline = fs.readFileSync(`/proc/${name}/cmdline`, 'utf8');
-    } catch {
-      continue;
-    }
-    if (!cmdline.includes('--type=renderer') || cmdline.includes('--extension-process')) continue;
-    let p = Number(name);
-    for (let i = 0; i < 8 && p > 1; i++) {
-      p = parentOf(p);
-      if (p === process.pid) {
-        try {
-          const status = fs.readFileSync(`/proc/${name}/status`, 'utf8');
-          found.push(Number(/^VmRSS:\s+(\d+) kB/m.exec(status)[1]) * 1024);
-        } catch {
-          // exited meanwhile
-        }
-        break;
-      }
-    }
-  }
-  return found;
-}
-
-async function memory(cdp) {
-  // Two collections: the second frees what finalisers of the first released.
-  await cdp.send('HeapProfiler.collectGarbage');
-  await cdp.send('HeapProfiler.collectGarbage');
-  const { metrics } = await cdp.send('Performance.getMetrics');
-  const m = Object.fromEntries(metrics.map(x => [x.name, x.value]));
-  const rss = rendererRss();
-  return { js_heap_used: m.JSHeapUsedSize, js_heap_total: m.JSHeapTotalSize, dom_nodes: m.Nodes, renderer_rss: Math.max(0, ...rss) };
-}
-
-/** In the page: resolve with performance.now() once `drawn()` holds and that frame has painted. */
-const PAGE_HELPERS = `
-window.__benchWaitDrawn = (drawn, t0, timeoutMs) => new Promise((resolve, reject) => {
-  const tick = () => {
-    let ok = false;
-    try { ok = drawn(); } catch (e) { reject(e); return; }
-    if (ok) {
-      requestAnimationFrame(() => setTimeout(() => resolve(performance.now()), 0));
-    } else if (performance.now() - t0 > timeoutMs) {
-      reject(new Error('not drawn within ' + timeoutMs + ' ms'));
-    } else {
-      requestAnimationFrame(tick);
-    }
-  };
-  requestAnimationFrame(tick);
-});
+/** In the page: the shared wait for a painted frame, and this benchmark's own helpers. */
+const PAGE_HELPERS = WAIT_DRAWN + `
 // Arm before a hover: resolves with ms from the pointer's first event timestamp to the frame after
 // the tooltip's first DOM change (painted), or null when nothing changed within limitMs.
 window.__benchArmHover = (selector, limitMs) => {

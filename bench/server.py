@@ -97,3 +97,23 @@ def machine() -> str:
             break
     mem = psutil.virtual_memory().total / 1024**3
     return f"{cpu}, {psutil.cpu_count()} cores, {mem:.0f} GiB, {platform.system()} {platform.release()}, no GPU"
+
+
+def run_browser(script: str, config: dict) -> list[dict]:
+    """Run a browser half of a benchmark (``node <script> CONFIG.json``, Debian's Chromium at
+    1400x900) and return the JSON list it prints last; its log goes to this stderr."""
+    here = Path(__file__).resolve().parent
+    config = {"chromium": "/usr/bin/chromium", "viewport": {"width": 1400, "height": 900}, **config}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(config, f)
+    try:
+        done = subprocess.run(
+            ["node", str(here / script), f.name], cwd=here, capture_output=True, text=True, check=False
+        )
+    finally:
+        os.unlink(f.name)
+    sys.stderr.write(done.stderr)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("[")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{script} failed ({done.returncode})")
+    return json.loads(lines[-1])

@@ -64,4 +64,38 @@ def step_profile(ctx: Ctx) -> Result:
         return skipped(f"CPU-only torch.profiler trace of the same step exported ({doc.get('events')} events)", doc, ok)
     ok = rc == 0 and doc.get("kernels", 0) > 0
     note = f"{doc.get('kernels')} CUDA kernel events ({doc.get('kernel_us')} us) in {doc.get('events')} events"
+    if ok:
+        # The profile feature's analysis (the worker the server runs) on this real CUDA trace.
+        analysed = analyse(ctx, trace)
+        doc["gpudojo_analysis"] = analysed
+        ok = analysed.get("mode") == "gpu" and analysed.get("kernels", 0) > 0
+        note += f"; gpudojo's analysis: mode {analysed.get('mode')}, {analysed.get('kernels')} kernel rows, " + (
+            f"findings {analysed.get('findings')}, HTA {analysed.get('hta')}"
+        )
     return ("passed" if ok else "failed"), note, doc
+
+
+def analyse(ctx: Ctx, trace) -> dict:
+    """gpudojo's profile analysis of the trace, in the worker the server runs, summarised."""
+    folder = ctx.work / "profile-analysis"
+    rc, out = run_cmd(
+        [sys.executable, "-m", "gpudojo.worker.profile_analyze", str(folder), str(trace)],
+        ctx.left(),
+        ctx.log / "profile-analysis.log",
+        env=child_env(),
+    )
+    try:
+        summary = json.loads((folder / "summary.json").read_text())
+    except (OSError, ValueError):
+        return {"error": f"exit {rc}: {out[-400:]}"}
+    return {
+        "mode": summary["mode"]["kind"],
+        "steps": len(summary["steps"]),
+        "mean_step_us": summary["mean_step_us"],
+        "breakdown": {c["category"]: c["us"] for c in summary["breakdown"]},
+        "kernels": len(summary["kernels"]),
+        "launch": summary.get("launch"),
+        "findings": [f["id"] for f in summary["findings"]],
+        "hta": summary.get("hta", []),
+        "analysis_ms": summary.get("analysis_ms"),
+    }

@@ -2,8 +2,9 @@
  * gpudojo's JupyterLab plugins: the sidebar (which features add sections to),
  * the course (sidebar section, lesson views), the GPU feature (sidebar
  * section, monitor, commands, settings), the kernel playground and one-click
- * lab runs (forms, live run views, sweeps, the Runs section), and memory
- * timelines of captures (their own panels and the run view's Memory section).
+ * lab runs (forms, live run views, sweeps, the Runs section), memory
+ * timelines of captures (their own panels and the run view's Memory section),
+ * and profiles of traces (their own panels, diffs and the run view's Profile section).
  */
 
 import {
@@ -28,18 +29,20 @@ import { GpuSection } from './gpu/section';
 import { gpudojoIcon } from './icons';
 import { kernelsPlugin } from './kernels/plugin';
 import { memoryPlugin } from './memory/plugin';
+import { profilePlugin } from './profile/plugin';
 import { runsPlugin } from './runs/plugin';
 import { GpudojoSidebar } from './sidebar/panel';
 import { showInMainArea } from './shell';
 import { IDevicesModel, IGpudojoClient, IGpudojoSidebar } from './tokens';
 
-export { IDevicesModel, IGpudojoClient, IGpudojoSidebar, IMemoryViewer } from './tokens';
+export { IDevicesModel, IGpudojoClient, IGpudojoSidebar, IMemoryViewer, IProfileViewer } from './tokens';
 export { CommandIds } from './gpu/commands';
 export { CourseCommandIds } from './course/commands';
 export { KernelCommandIds } from './kernels/commands';
 export type { PlaygroundArgs } from './kernels/commands';
 export { RunCommandIds } from './runs/commands';
 export { MemoryCommandIds } from './memory/commands';
+export { ProfileCommandIds } from './profile/commands';
 
 const PALETTE_CATEGORY = 'gpudojo';
 
@@ -192,5 +195,6 @@ export default [
   gpuPlugin,
   kernelsPlugin,
   memoryPlugin,
+  profilePlugin,
   runsPlugin
 ];

@@ -2,7 +2,7 @@
  * What gpudojo's plugins provide to each other. A feature asks for these
  * tokens (requires/optional) instead of importing another feature's plugin, so
  * the features stay apart: one API client, one devices model, one sidebar, and
- * the memory feature's section for run views.
+ * the memory and profile features' sections for run views.
  */
 
 import { Token } from '@lumino/coreutils';
@@ -56,4 +56,23 @@ export interface IMemoryViewer {
 export const IMemoryViewer = new Token<IMemoryViewer>(
   'gpudojo:IMemoryViewer',
   'Memory timelines of captures: their own panels, and the Memory section of run views.'
+);
+
+/** A run view's Profile section, as the profile feature builds it. */
+export interface IRunProfileSection {
+  readonly node: HTMLElement;
+  /** Show the traces of this state of the run (call on every change of it). */
+  update(run: Run): void;
+  dispose(): void;
+}
+
+/** What the run view asks of the profile feature. */
+export interface IProfileViewer {
+  /** A run's Profile section (call update(run) on each change of the run). */
+  createRunSection(): IRunProfileSection;
+}
+
+export const IProfileViewer = new Token<IProfileViewer>(
+  'gpudojo:IProfileViewer',
+  'Profiles of torch.profiler traces: their own panels, comparisons, and the Profile section of run views.'
 );

@@ -3,4 +3,5 @@ import './base.css';
 import './kernels.css';
 import './runs.css';
 import './memory.css';
+import './profile.css';
 import './course.css';

@@ -11,6 +11,12 @@ one, on the GPU, and reports one line per batch size through labkit: cpu_/gpu_sa
 cpu_/gpu_latency_ms and speedup, with the batch size as the step. It then checks that the
 chosen precision's outputs match fp32's and that the GPU beat the CPU. Exits 0 when every
 check that applies passed.
+
+With "Record profile" (labkit.profile), the forward passes at the largest batch on the GPU (on
+the CPU when there is none) are profiled: one profiler step per pass, the first of the warm-up
+passes skipped, the other two discarded, then the first three timed passes recorded into
+profile/rank0.trace.json. Those three passes run with the profiler on, so that batch's timing
+includes a little of its overhead.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ TOLERANCE = {"fp32": 5e-3, "fp16": 5e-3, "bf16": 3e-2}
 # The CPU is skipped at a batch size where one forward pass would take longer than this.
 CPU_BATCH_LIMIT_S = 2.0
 WARMUP = 3
+# Profiler steps recorded by "Record profile": the first timed passes after the warm-up.
+PROFILED_PASSES = 3
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -140,6 +148,7 @@ def time_batches(model: nn.Module, x: torch.Tensor, precision: str, budget_s: fl
     with torch.inference_mode(), autocast_for(x.device, precision):
         for _ in range(WARMUP):  # cuDNN picks algorithms, the allocator caches blocks, oneDNN builds kernels
             model(x)
+            labkit.profile_step()  # one profiler step per pass (nothing unless this point is profiled)
         if on_gpu:
             torch.cuda.synchronize(x.device)
         deadline = time.perf_counter() + budget_s
@@ -154,12 +163,21 @@ def time_batches(model: nn.Module, x: torch.Tensor, precision: str, budget_s: fl
                 end.record()
                 end.synchronize()
                 times.append(start.elapsed_time(end))  # ms
+                labkit.profile_step()
             else:
                 t0 = time.perf_counter()
                 model(x)
                 times.append((time.perf_counter() - t0) * 1e3)
+            labkit.profile_step()
     latency = statistics.median(times)
     return Timing(latency_ms=latency, samples_per_s=x.shape[0] / (latency / 1e3), repeats=len(times))
+
+
+def profile_point(where: str, batch: int, profiled: tuple[str, int]) -> labkit.ProfileCapture:
+    """labkit.profile around one point of the sweep: it records (when the run asks) only at the
+    profiled point, from the first timed pass on (the warm-up passes are its wait and warm-up)."""
+    here = (where, batch) == profiled
+    return labkit.profile(wait=1, warmup=WARMUP - 1, active=PROFILED_PASSES, enabled=None if here else False)
 
 
 def outputs(model: nn.Module, x: torch.Tensor, precision: str) -> torch.Tensor:
@@ -213,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         # `model` stays on the CPU for the CPU half of the comparison.
         gpu_model = copy.deepcopy(model).to(gpu)
 
+    # "Record profile" records the passes at the largest batch on the device this lab is about.
+    profiled = ("gpu" if gpu is not None else "cpu", args.max_batch)
     print(f"\n{'batch':>6} {'CPU ms':>9} {'CPU img/s':>10} {'GPU ms':>9} {'GPU img/s':>10} {'GPU/CPU':>8}")
     last_cpu: tuple[int, float] | None = None  # (batch, latency in s) of the last CPU point
     compared: tuple[int, float, float] | None = None  # (batch, CPU img/s, GPU img/s) at the largest common batch
@@ -222,15 +242,19 @@ def main(argv: list[str] | None = None) -> int:
         values: dict[str, float] = {}  # reported with the batch size as the step
         cpu_t = None
         predicted = last_cpu[1] * batch / last_cpu[0] if last_cpu else 0.0
-        if predicted <= CPU_BATCH_LIMIT_S:
-            cpu_t = time_batches(model, images, cpu_precision, args.seconds_per_point)
-            last_cpu = (batch, cpu_t.latency_ms / 1e3)
-            values.update(cpu_latency_ms=cpu_t.latency_ms, cpu_samples_per_s=cpu_t.samples_per_s)
+        with profile_point("cpu", batch, profiled) as prof:
+            if predicted <= CPU_BATCH_LIMIT_S:
+                cpu_t = time_batches(model, images, cpu_precision, args.seconds_per_point)
+                last_cpu = (batch, cpu_t.latency_ms / 1e3)
+                values.update(cpu_latency_ms=cpu_t.latency_ms, cpu_samples_per_s=cpu_t.samples_per_s)
+            elif prof.requested:
+                print(f"(Record profile: the CPU skips batch {batch}, so nothing was profiled; lower max_batch)")
         gpu_t = None
         if gpu is not None and gpu_full_at is None:
             try:
                 # Copy the batch in before the clock starts: this lab times the model, not PCIe.
-                gpu_t = time_batches(gpu_model, images.to(gpu), gpu_precision, args.seconds_per_point)
+                with profile_point("gpu", batch, profiled):
+                    gpu_t = time_batches(gpu_model, images.to(gpu), gpu_precision, args.seconds_per_point)
             except torch.cuda.OutOfMemoryError:
                 gpu_full_at = batch
                 torch.cuda.empty_cache()

@@ -10,6 +10,13 @@ under CPU autocast. Reports through labkit, per step: loss_<precision> and
 step_time_ms_<precision> (and grad_scale in the fp16 run); per run: saved_for_backward_mb_,
 peak_memory_mb_, median_step_ms_ and final_loss_<precision>. Exits 0 when every check that
 applies passed.
+
+With "Record profile" (labkit.profile), the training steps of the last precision that runs (the
+one chosen; bf16 for "all" where it runs, fp32 when fp32 was chosen) are profiled, one profiler
+step per optimizer step: the first WARMUP_STEPS steps are its wait and warm-up, the next three
+(steps 5 to 7) are recorded into profile/rank0.trace.json; those steps' times include some of
+the profiler's overhead. Record one run with --precision fp32 and one with bf16 and compare
+the two profiles.
 """
 
 from __future__ import annotations
@@ -39,6 +46,11 @@ TRACK_ABS = 0.02
 # nothing to speed up; the speed check does not apply.
 GPU_SPEED_MIN_WIDTH = 1024
 WARMUP_STEPS = 5
+# "Record profile": steps skipped, run with the profiler on and discarded, then recorded. The
+# first two together are the WARMUP_STEPS that the median step time leaves out too.
+PROFILE_WARMUP = 2
+PROFILE_WAIT = WARMUP_STEPS - PROFILE_WARMUP
+PROFILE_ACTIVE = 3
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -159,7 +171,15 @@ class Result:
         return statistics.median(timed)
 
 
-def train(precision: str, args: argparse.Namespace, device: torch.device, data: tuple[torch.Tensor, ...]) -> Result:
+def train(
+    precision: str,
+    args: argparse.Namespace,
+    device: torch.device,
+    data: tuple[torch.Tensor, ...],
+    profiled: bool = False,
+) -> Result:
+    """Train one precision from the shared initial weights; ``profiled``: this is the run that
+    "Record profile" records (labkit.profile stays off in the others)."""
     x_all, y_all = data
     labkit.seed_everything(args.seed)  # the same initial weights in every run
     model = build_model(args.width, args.depth).to(device)  # fp32 weights whatever the precision
@@ -177,34 +197,39 @@ def train(precision: str, args: argparse.Namespace, device: torch.device, data: 
     order = torch.Generator().manual_seed(args.seed)  # the same batches in every run
     perm = torch.randperm(len(x_all), generator=order)
     cursor = 0
-    for step in range(args.steps):
-        if cursor + args.batch_size > len(perm):
-            perm, cursor = torch.randperm(len(x_all), generator=order), 0
-        idx = perm[cursor : cursor + args.batch_size].to(device)
-        cursor += args.batch_size
-        x, y = x_all[idx], y_all[idx]
+    # Only the profiled run records; the step is the optimizer step, as in the metrics.
+    with labkit.profile(
+        wait=PROFILE_WAIT, warmup=PROFILE_WARMUP, active=PROFILE_ACTIVE, enabled=None if profiled else False
+    ):
+        for step in range(args.steps):
+            if cursor + args.batch_size > len(perm):
+                perm, cursor = torch.randperm(len(x_all), generator=order), 0
+            idx = perm[cursor : cursor + args.batch_size].to(device)
+            cursor += args.batch_size
+            x, y = x_all[idx], y_all[idx]
 
-        scale_before = scaler.get_scale() if scaler.is_enabled() else 1.0  # read outside the timed region
-        t0 = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        with autocast_for(device, precision):
-            loss = F.cross_entropy(model(x), y)  # autocast runs the loss itself in fp32
-        scaler.scale(loss).backward()  # outside autocast: backward ops use their forward's dtypes
-        scaler.step(optimizer)  # unscales; skips the step if a gradient is inf or NaN
-        scaler.update()
-        value = loss.item()  # waits for the device
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        ms = (time.perf_counter() - t0) * 1e3
+            scale_before = scaler.get_scale() if scaler.is_enabled() else 1.0  # read outside the timed region
+            t0 = time.perf_counter()
+            optimizer.zero_grad(set_to_none=True)
+            with autocast_for(device, precision):
+                loss = F.cross_entropy(model(x), y)  # autocast runs the loss itself in fp32
+            scaler.scale(loss).backward()  # outside autocast: backward ops use their forward's dtypes
+            scaler.step(optimizer)  # unscales; skips the step if a gradient is inf or NaN
+            scaler.update()
+            value = loss.item()  # waits for the device
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            ms = (time.perf_counter() - t0) * 1e3
 
-        values = {f"loss_{precision}": value, f"step_time_ms_{precision}": ms}
-        if scaler.is_enabled():
-            scale = scaler.get_scale()
-            values["grad_scale"] = scale
-            result.skipped_steps += scale < scale_before  # the scale halves after a skipped step
-        labkit.report(step, **values)
-        result.losses.append(value)
-        result.step_ms.append(ms)
+            values = {f"loss_{precision}": value, f"step_time_ms_{precision}": ms}
+            if scaler.is_enabled():
+                scale = scaler.get_scale()
+                values["grad_scale"] = scale
+                result.skipped_steps += scale < scale_before  # the scale halves after a skipped step
+            labkit.report(step, **values)
+            result.losses.append(value)
+            result.step_ms.append(ms)
+            labkit.profile_step()  # outside the timed region: the profiler's step costs no step time
 
     result.peak_mb = peak_memory_mb(device)
     result.state_bytes = state_bytes(model, optimizer)
@@ -244,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict[str, Result] = {}
     for p in runs:
-        r = results[p] = train(p, args, device, data)
+        r = results[p] = train(p, args, device, data, profiled=p == runs[-1])
         labkit.report(
             args.steps - 1,
             **{

@@ -410,6 +410,46 @@ def _add_exercise_parsers(sub: argparse._SubParsersAction) -> None:
     ck.set_defaults(func=_exercise)
 
 
+def _profile(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .errors import ServiceError
+    from .profile.report import render_diff_text, render_text
+    from .profile.service import ProfileService, trace_id_for
+
+    service = ProfileService(Settings(data_dir=args.data_dir or "").data_path, Path("/"))
+    try:
+        if args.profile_command == "summary":
+            summary = service.summary(trace_id_for(args.trace))
+            print(summary.model_dump_json(indent=2) if args.json else render_text(summary.model_dump()))
+            return 0
+        diff = service.diff(trace_id_for(args.a), trace_id_for(args.b))
+        print(diff.model_dump_json(indent=2) if args.json else render_diff_text(diff.model_dump()))
+        return 0
+    except ServiceError as err:
+        print(f"gpudojo profile {args.profile_command}: {err}", file=sys.stderr)
+        return 2
+    finally:
+        service.close()
+
+
+def _add_profile_parsers(sub: argparse._SubParsersAction) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", help="gpudojo's data dir, where analyses are cached (default: the server's)")
+    common.add_argument("--json", action="store_true", help="print the analysis as JSON (the API's shape)")
+    prof = sub.add_parser("profile", help="Analyse torch.profiler traces: a summary with findings, or two compared.")
+    psub = prof.add_subparsers(dest="profile_command", required=True)
+    sm = psub.add_parser(
+        "summary", parents=[common], help="Steps, breakdown, findings and top operators of a trace (.json, .json.gz)."
+    )
+    sm.add_argument("trace", help="a trace file, or a run's trace id (run:<run id>:rank0.trace.json)")
+    sm.set_defaults(func=_profile)
+    df = psub.add_parser("diff", parents=[common], help="Compare two traces: before (A) and after (B).")
+    df.add_argument("a")
+    df.add_argument("b")
+    df.set_defaults(func=_profile)
+
+
 def _add_run_parsers(sub: argparse._SubParsersAction) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", help="gpudojo's data dir (default: <jupyter data dir>/gpudojo, the server's)")
@@ -464,6 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_kernel_parsers(sub)
     _add_run_parsers(sub)
     _add_exercise_parsers(sub)
+    _add_profile_parsers(sub)
     return parser
 
 

@@ -1,8 +1,8 @@
 """The contract between the run service and the processes it starts: environment variables
 and the names of the files in a run's folder.
 
-The run service (runs/), the memory service (memory/) and labkit, which runs inside the
-training processes, all read these names from here. Keep this module import-light (stdlib
+The run service (runs/), the memory and profile services (memory/, profile/) and labkit,
+which runs inside the training processes, all read these names from here. Keep this module import-light (stdlib
 only, no pydantic, no torch): every rank of every lab imports it.
 
 A run's folder, ``<data dir>/runs/<run id>/``::
@@ -13,6 +13,7 @@ A run's folder, ``<data dir>/runs/<run id>/``::
     metrics/rankN.jsonl    what labkit.report and labkit.check wrote, one JSON object a line
     memory/rankN.pickle    a CUDA memory snapshot (labkit.memory_capture), rankN.phases.json beside it
     memory/rankN.cpu.json  a CPU memory timeline from the profiler (labkit.memory_capture)
+    profile/rankN.trace.json  a Chrome trace from torch.profiler (labkit.profile), one per rank
     cancel-requested       left by `gpudojo runs cancel` for a run another process supervises
 """
 
@@ -28,15 +29,20 @@ RUN_DIR_ENV = "GPUDOJO_RUN_DIR"
 BACKEND_ENV = "GPUDOJO_BACKEND"
 # "1" when the learner ticked "record memory": labkit.memory_capture() records then.
 RECORD_MEMORY_ENV = "GPUDOJO_RECORD_MEMORY"
+# "1" when the learner ticked "record profile": labkit.profile() records then.
+RECORD_PROFILE_ENV = "GPUDOJO_RECORD_PROFILE"
 
 EVENTS_FILE = "events.jsonl"
 LAUNCHER_LOG = "launcher.log"
 TORCHRUN_DIR = "torchrun"
 METRICS_DIR = "metrics"
 MEMORY_DIR = "memory"
+PROFILE_DIR = "profile"
 CANCEL_FILE = "cancel-requested"
 # Where labkit.memory_capture() writes when no run service started the script.
 HAND_RUN_MEMORY_DIR = "gpudojo-memory"
+# Where labkit.profile() writes when no run service started the script.
+HAND_RUN_PROFILE_DIR = "gpudojo-profiles"
 
 # Run ids: creation time and 6 hex digits, e.g. 20260101-120000-0a1b2c.
 RUN_ID_PATTERN = r"[0-9]{8}-[0-9]{6}-[0-9a-f]{6}"
@@ -45,6 +51,10 @@ RUN_ID = re.compile(f"^{RUN_ID_PATTERN}$")
 CUDA_SNAPSHOT_SUFFIX = ".pickle"
 CPU_TIMELINE_SUFFIX = ".cpu.json"
 CAPTURE_NAME = re.compile(r"^rank(\d+)\.(pickle|cpu\.json)$")
+# The traces the profile view opens: rank<N>.trace.json as labkit.profile writes it; a gzipped
+# copy (rank<N>.trace.json.gz) is read the same way.
+TRACE_SUFFIX = ".trace.json"
+TRACE_NAME = re.compile(r"^rank(\d+)\.trace\.json(?:\.gz)?$")
 
 
 def metrics_name(rank: int) -> str:
@@ -54,6 +64,11 @@ def metrics_name(rank: int) -> str:
 def capture_name(rank: int, suffix: str) -> str:
     """rank<N><suffix>, e.g. rank0.pickle or rank1.cpu.json."""
     return f"rank{rank}{suffix}"
+
+
+def trace_name(rank: int) -> str:
+    """rank<N>.trace.json: one rank's Chrome trace in a run's profile folder."""
+    return f"rank{rank}{TRACE_SUFFIX}"
 
 
 class RunFolder:
@@ -81,6 +96,10 @@ class RunFolder:
     @property
     def memory_dir(self) -> Path:
         return self.path / MEMORY_DIR
+
+    @property
+    def profile_dir(self) -> Path:
+        return self.path / PROFILE_DIR
 
     @property
     def cancel_file(self) -> Path:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .gpu.telemetry import TelemetrySampler
     from .kernels.service import GpuTarget, KernelService
     from .memory.service import MemoryService
+    from .profile.service import ProfileService
     from .runs.models import Run
     from .runs.service import RunService
 
@@ -184,13 +185,15 @@ class Services:
 
     def _run_finished(self, run: Run) -> None:
         self._lab_progress(run)
-        self._analyse_memory(run)
+        self._analyse_captures(run)
 
-    def _analyse_memory(self, run: Run) -> None:
-        """A run's memory captures are analysed as soon as it ends, off the run's thread, so
-        that opening one from the run view is the cached path (labs such as lab-06 record
-        memory whether or not the run asked to)."""
+    def _analyse_captures(self, run: Run) -> None:
+        """A run's memory captures and profile traces are analysed as soon as it ends, off the
+        run's thread, so that opening one from the run view is the cached path (labs such as
+        lab-06 record memory whether or not the run asked to)."""
         self.runs_executor.submit(self.memory.analyse_run, run.id)
+        if run.record_profile:
+            self.runs_executor.submit(self.profile.analyse_run, run.id)
 
     def _lab_progress(self, run: Run) -> None:
         """A lab run that passed every check that applies completes the lab for its user;
@@ -211,6 +214,13 @@ class Services:
 
         s = self.settings
         return MemoryService(s.data_path, Path(s.root_dir))
+
+    @cached_property
+    def profile(self) -> ProfileService:
+        from .profile.service import ProfileService
+
+        s = self.settings
+        return ProfileService(s.data_path, Path(s.root_dir))
 
     def warm_memory(self) -> None:
         """Start the memory-analysis worker (server start, in the background)."""
@@ -294,6 +304,8 @@ class Services:
             await self.in_kernel_thread(self.kernels.close)
         if "memory" in self.__dict__:
             await asyncio.get_running_loop().run_in_executor(None, self.memory.close)
+        if "profile" in self.__dict__:
+            await asyncio.get_running_loop().run_in_executor(None, self.profile.close)
         if "probe" in self.__dict__:
             await self.in_gpu_thread(self.probe.close)
         self._shutdown_executors()
@@ -309,6 +321,7 @@ class Services:
         for name, close in (
             ("exercises", lambda: self.exercises.close()),
             ("memory", lambda: self.memory.close()),
+            ("profile", lambda: self.profile.close()),
             ("course", lambda: self.course.store.close()),
             ("kernels", lambda: self.kernels.close()),
             ("probe", lambda: self.probe.close()),

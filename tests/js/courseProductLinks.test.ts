@@ -36,6 +36,7 @@ describe('parseProductLink', () => {
     });
     expect(action('gpudojo:open-runs')).toEqual({ command: 'gpudojo:open-runs', args: {} });
     expect(action('gpudojo:open-memory')).toEqual({ command: 'gpudojo:open-memory', args: {} });
+    expect(action('gpudojo:open-profile')).toEqual({ command: 'gpudojo:open-profile', args: {} });
     expect(action('gpudojo:open-memory?estimator=1')).toEqual({
       command: 'gpudojo:open-memory',
       args: { estimator: true }
@@ -54,6 +55,7 @@ describe('parseProductLink', () => {
       'run-lab',
       'open-runs',
       'open-memory',
+      'open-profile',
       'open-gpu-monitor',
       'open-kernel-playground',
       'open-lesson'

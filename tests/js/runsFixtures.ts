@@ -21,7 +21,8 @@ export const DDP_LAB: LabSummary = {
     { name: 'loss', unit: 'nats', help: '', chart: true },
     { name: 'epoch_time_s', unit: 's', help: '', chart: true }
   ],
-  checks: []
+  checks: [],
+  records: []
 };
 
 export function makeRun(overrides: Partial<Run> = {}): Run {
@@ -45,6 +46,7 @@ export function makeRun(overrides: Partial<Run> = {}): Run {
     root_cause: null,
     checks: [],
     record_memory: false,
+    record_profile: false,
     script_path: null,
     script_args: [],
     group: null,

@@ -119,7 +119,9 @@ async def test_progress_of_an_analysis_and_a_finished_runs_captures_analysed_at_
     before = await get(jp_fetch, "progress", capture=capture)
     assert before["phase"] == "not_started" and before["fraction"] is None
     services._run_finished(
-        SimpleNamespace(id=run_id, kind="script", lab=None, user="me", checks=[], status="succeeded")
+        SimpleNamespace(
+            id=run_id, kind="script", lab=None, user="me", checks=[], status="succeeded", record_profile=False
+        )
     )
     for _ in range(300):
         if (await get(jp_fetch, "progress", capture=capture))["phase"] == "done":

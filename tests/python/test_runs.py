@@ -309,7 +309,7 @@ def test_more_ranks_than_gpus_is_refused_naming_nproc(service):
 
 def test_another_launcher_plugs_in_behind_the_launcher_interface(tmp_path):
     """An engine (Slurm, Kubernetes) gets the same LaunchSpec and wraps the command its own way."""
-    from gpudojo.runfolder import BACKEND_ENV, RECORD_MEMORY_ENV, RUN_DIR_ENV
+    from gpudojo.runfolder import BACKEND_ENV, RECORD_MEMORY_ENV, RECORD_PROFILE_ENV, RUN_DIR_ENV
     from gpudojo.runs.launch import LaunchPlan, LocalLauncher
 
     class WrappingLauncher(LocalLauncher):
@@ -325,14 +325,16 @@ def test_another_launcher_plugs_in_behind_the_launcher_interface(tmp_path):
     launcher = WrappingLauncher()
     svc = RunService(LABS, tmp_path / "data", tmp_path, launcher=launcher)
     try:
-        (run,) = svc.submit(LabRunRequest(lab="lab-test-single", record_memory=True))
+        (run,) = svc.submit(LabRunRequest(lab="lab-test-single", record_memory=True, record_profile=True))
         done = svc.wait(run.id, 60)
         assert done.status == "succeeded" and done.argv[:2] == ["/usr/bin/env", "ENGINE=test"]
+        assert done.record_memory and done.record_profile
         (spec,) = launcher.specs
-        assert (spec.launcher, spec.nproc, spec.dist_backend, spec.record_memory) == ("python", 1, "gloo", True)
+        assert (spec.launcher, spec.nproc, spec.dist_backend) == ("python", 1, "gloo")
+        assert spec.record_memory and spec.record_profile
         env = launcher.plan(spec).env
         assert env[RUN_DIR_ENV] == str(svc.runs_dir / run.id) and env[BACKEND_ENV] == "gloo"
-        assert env[RECORD_MEMORY_ENV] == "1"
+        assert env[RECORD_MEMORY_ENV] == env[RECORD_PROFILE_ENV] == "1"
         # What the script reported went where the run folder contract says, and was streamed.
         assert svc.folder(run.id).metrics_file(0).is_file()
         events, _ = all_events(svc, run.id)

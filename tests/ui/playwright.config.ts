@@ -58,7 +58,7 @@ export default defineConfig({
     },
     {
       name: 'no-gpu',
-      testMatch: /(gpu-none|course|exercise)\.spec\.ts/,
+      testMatch: /(gpu-none|course|exercise|profile)\.spec\.ts/,
       use: { baseURL: `http://127.0.0.1:${servers.live.port}` }
     }
   ],

@@ -24,6 +24,7 @@ import type {
   CourseKind,
   DevicesResponse,
   Estimate,
+  EventDetail,
   EstimateRequest,
   KernelExamples,
   LabList,
@@ -35,6 +36,10 @@ import type {
   NotebookCopy,
   OccupancyReport,
   OccupancyRequest,
+  ProfileDiff,
+  ProfileProgress,
+  ProfileSummary,
+  ProfileWindow,
   ProgressEntry,
   ProgressStatus,
   QuizResult,
@@ -44,7 +49,8 @@ import type {
   RunResult,
   RunStatus,
   StartRunRequest,
-  Sweep
+  Sweep,
+  TraceList
 } from './types';
 
 export { GpudojoApiError } from './errors';
@@ -280,6 +286,50 @@ export class GpudojoClient {
     return `${base}?capture=${encodeURIComponent(capture)}${token}`;
   }
 
+  /** GET profile/traces?run=: a run's profile traces, one per rank, and 'all ranks' (run:<id>:*) when several. */
+  listTraces(run: string): Promise<TraceList> {
+    return this._get<TraceList>(`profile/traces?run=${encodeURIComponent(run)}`);
+  }
+
+  /** GET profile/summary?trace=: steps, breakdown, operators, kernels, syncs, findings, lanes (analysed once, then cached). */
+  getProfileSummary(trace: string): Promise<ProfileSummary> {
+    return this._get<ProfileSummary>(`profile/summary?trace=${encodeURIComponent(trace)}`);
+  }
+
+  /** GET profile/progress: how far the first analysis of `trace` is (poll it while waiting for the summary). */
+  getProfileProgress(trace: string): Promise<ProfileProgress> {
+    return this._get<ProfileProgress>(`profile/progress?trace=${encodeURIComponent(trace)}`);
+  }
+
+  /**
+   * GET profile/window: the spans of [t0, t1] (µs, the trace's clock) per lane, those under one
+   * of `px` pixels merged. `signal` aborts a query a newer viewport made stale.
+   */
+  getProfileWindow(query: ProfileWindowQuery, signal?: AbortSignal): Promise<ProfileWindow> {
+    const q = `trace=${encodeURIComponent(query.trace)}&t0=${query.t0}&t1=${query.t1}&px=${Math.round(query.px)}`;
+    return this._get<ProfileWindow>(`profile/window?${q}`, signal);
+  }
+
+  /** GET profile/event: one span's name, duration, input shapes, stack and args (the timeline's hover). */
+  getProfileEvent(trace: string, ref: number, signal?: AbortSignal): Promise<EventDetail> {
+    return this._get<EventDetail>(
+      `profile/event?trace=${encodeURIComponent(trace)}&ref=${Math.floor(ref)}`,
+      signal
+    );
+  }
+
+  /** GET profile/diff: trace `a` (before) against `b` (after); deltas are b - a, operator times per step. */
+  diffProfiles(a: string, b: string): Promise<ProfileDiff> {
+    return this._get<ProfileDiff>(`profile/diff?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);
+  }
+
+  /** The URL of GET profile/raw (a link's href: the browser downloads the trace for Perfetto UI or TensorBoard). */
+  profileRawUrl(trace: string): string {
+    const base = URLExt.join(this.serverSettings.baseUrl, API_PATH, 'profile/raw');
+    const token = this.serverSettings.token ? `&token=${encodeURIComponent(this.serverSettings.token)}` : '';
+    return `${base}?trace=${encodeURIComponent(trace)}${token}`;
+  }
+
   /** A run's event stream (not yet connected): replays from the start, then live, resuming after drops. */
   openRunStream(id: string): RunStream {
     const settings = this.serverSettings;
@@ -319,6 +369,14 @@ export interface MemoryWindowQuery {
   t1: number;
   px: number;
   top: number;
+}
+
+/** GET profile/window's query: a trace's viewport [t0, t1] (µs on the trace's clock), drawn `px` pixels wide. */
+export interface ProfileWindowQuery {
+  trace: string;
+  t0: number;
+  t1: number;
+  px: number;
 }
 
 /** Filters of GET runs. */

@@ -2024,6 +2024,424 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/gpudojo/api/profile/traces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A run's profile traces (?run=ID): one per rank, and all ranks */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TraceList"];
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gpudojo/api/profile/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A trace's analysis (?trace=ID): steps and their breakdown, top operators, kernels, syncs, findings, lanes; analysed once in a child process, then cached */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ProfileSummary"];
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gpudojo/api/profile/analyze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Analyse a Chrome/Kineto trace in the workspace ({path}: .json or .json.gz) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["AnalyzeProfileRequest"];
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ProfileSummary"];
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gpudojo/api/profile/progress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How far a trace's first analysis is (?trace=ID) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ProfileProgress"];
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gpudojo/api/profile/window": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The timeline for a viewport (?trace=&t0=&t1=&px=): spans per lane, those under a pixel merged */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ProfileWindow"];
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gpudojo/api/profile/event": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One span's details for the hover (?trace=&ref=): name, duration, shapes, stack, args */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["EventDetail"];
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gpudojo/api/profile/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Two traces compared (?a=before&b=after): step time, breakdown, operators, findings */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ProfileDiff"];
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gpudojo/api/profile/raw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The trace file itself (?trace=ID), for Perfetto UI or TensorBoard */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/gpudojo/api/openapi.json": {
         parameters: {
             query?: never;
@@ -2204,6 +2622,17 @@ export interface components {
             fraction: number | null;
             /** Elapsed Ms */
             elapsed_ms: number;
+        };
+        /**
+         * AnalyzeProfileRequest
+         * @description POST profile/analyze: a trace in the workspace (.json, .json.gz, .pt.trace.json).
+         */
+        AnalyzeProfileRequest: {
+            /**
+             * Path
+             * @description Relative to the server's root_dir
+             */
+            path: string;
         };
         /**
          * AnalyzeRequest
@@ -2477,6 +2906,17 @@ export interface components {
              */
             by_frame: components["schemas"]["FrameTotal"][];
         };
+        /** BreakdownDiffRow */
+        BreakdownDiffRow: {
+            /** Key */
+            key: string;
+            /** A Us */
+            a_us: number;
+            /** B Us */
+            b_us: number;
+            /** Delta Us */
+            delta_us: number;
+        };
         /**
          * Capture
          * @description A memory capture file: one rank of a run, or a snapshot from the workspace.
@@ -2574,6 +3014,16 @@ export interface components {
              */
             launcher: string | null;
             progress: components["schemas"]["ProgressEntry"];
+        };
+        /** CategoryTime */
+        CategoryTime: {
+            /**
+             * Category
+             * @enum {string}
+             */
+            category: "compute" | "communication" | "data_loading" | "memcpy" | "sync" | "idle";
+            /** Us */
+            us: number;
         };
         /** CategoryTotal */
         CategoryTotal: {
@@ -3087,6 +3537,41 @@ export interface components {
             events: (components["schemas"]["LogEvent"] | components["schemas"]["MetricEvent"] | components["schemas"]["StatusEvent"] | components["schemas"]["TruncatedEvent"])[];
         };
         /**
+         * EventDetail
+         * @description GET profile/event?trace=&ref=: what the hover shows for one span.
+         */
+        EventDetail: {
+            /** Ref */
+            ref: number;
+            /** Name */
+            name: string;
+            /** Cat */
+            cat: string;
+            /** Lane */
+            lane: number;
+            /** T Us */
+            t_us: number;
+            /** Dur Us */
+            dur_us: number;
+            /**
+             * Input Shapes
+             * @default
+             */
+            input_shapes: string;
+            /**
+             * Stack
+             * @description Innermost first, 'file.py(57): fn'
+             */
+            stack: string[];
+            /**
+             * Args
+             * @description Kineto's args, as text
+             */
+            args: {
+                [key: string]: string;
+            };
+        };
+        /**
          * ExerciseDoc
          * @description GET exercises/{id}: the exercise, the learner's folder, the running and last check, history.
          */
@@ -3237,6 +3722,37 @@ export interface components {
              * @default
              */
             note: string;
+        };
+        /**
+         * Finding
+         * @description Something the profile shows, the measured evidence, and what to try.
+         */
+        Finding: {
+            /**
+             * Id
+             * @description Stable kind, e.g. 'data-loading', 'host-syncs', 'short-kernels'
+             */
+            id: string;
+            /**
+             * Severity
+             * @enum {string}
+             */
+            severity: "high" | "medium" | "info";
+            /**
+             * Title
+             * @description e.g. 'data loading is 41% of the step'
+             */
+            title: string;
+            /**
+             * Evidence
+             * @description The measured figures behind it, in words
+             */
+            evidence: string;
+            /**
+             * Suggestion
+             * @description What to try, e.g. 'num_workers=0: try workers and pin_memory'
+             */
+            suggestion: string;
         };
         /**
          * Fix
@@ -3564,6 +4080,22 @@ export interface components {
              */
             curve: components["schemas"]["OccupancyPoint"][];
         };
+        /** KernelRow */
+        KernelRow: {
+            /** Name */
+            name: string;
+            /** Calls */
+            calls: number;
+            /** Total Us */
+            total_us: number;
+            /** Mean Us */
+            mean_us: number;
+            /**
+             * Share
+             * @description Share of all kernel time, 0-1
+             */
+            share: number;
+        };
         /**
          * LabList
          * @description GET runs/labs: the runnable labs with their parameter forms, and manifests that failed.
@@ -3602,6 +4134,12 @@ export interface components {
              * @default false
              */
             record_memory?: boolean;
+            /**
+             * Record Profile
+             * @description labkit records a torch.profiler trace per rank
+             * @default false
+             */
+            record_profile?: boolean;
         };
         /** LabSummary */
         LabSummary: {
@@ -3627,6 +4165,79 @@ export interface components {
             metrics: components["schemas"]["MetricSpec"][];
             /** Checks */
             checks: components["schemas"]["CheckSpec"][];
+            /**
+             * Records
+             * @description Offer 'Record memory' / 'Record profile' for these; the script records them
+             */
+            records: ("memory" | "profile")[];
+        };
+        /**
+         * Lane
+         * @description A row of the timeline: a thread (CPU), a CUDA stream, or a rank's summary row.
+         */
+        Lane: {
+            /** Id */
+            id: number;
+            /**
+             * Label
+             * @description e.g. 'rank 0 · main thread', 'rank 0 · stream 7'
+             */
+            label: string;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "thread" | "stream" | "rank";
+            /**
+             * Rank
+             * @default null
+             */
+            rank: number | null;
+            /** Events */
+            events: number;
+            /**
+             * Max Depth
+             * @description Deepest nesting level on this lane (0: no nesting)
+             */
+            max_depth: number;
+        };
+        /** LaneWindow */
+        LaneWindow: {
+            /** Lane */
+            lane: number;
+            /** Spans */
+            spans: components["schemas"]["Span"][];
+        };
+        /**
+         * LaunchStats
+         * @description How the host feeds the GPU (GPU traces only).
+         */
+        LaunchStats: {
+            /** Kernels Per Step */
+            kernels_per_step: number;
+            /**
+             * Short Kernels Per Step
+             * @description Kernels under 10 us
+             */
+            short_kernels_per_step: number;
+            /**
+             * Median Launch Delay Us
+             * @description cudaLaunchKernel start to the kernel's start
+             * @default null
+             */
+            median_launch_delay_us: number | null;
+            /**
+             * Median Gap Us
+             * @description Idle time between consecutive kernels on a stream
+             * @default null
+             */
+            median_gap_us: number | null;
+            /**
+             * Source
+             * @description hta: Holistic Trace Analysis computed it
+             * @enum {string}
+             */
+            source: "hta" | "gpudojo";
         };
         /** LessonCell */
         LessonCell: {
@@ -3862,6 +4473,33 @@ export interface components {
             /** Expected */
             expected: number;
         };
+        /**
+         * Mode
+         * @description Where the trace came from and therefore what it can and cannot show.
+         */
+        Mode: {
+            /**
+             * Kind
+             * @description gpu: the trace holds device activity (kernels); cpu: host only
+             * @enum {string}
+             */
+            kind: "gpu" | "cpu";
+            /**
+             * Label
+             * @description e.g. 'GPU trace (CUDA kernels, 2 streams)' or 'CPU-only trace'
+             */
+            label: string;
+            /**
+             * Shows
+             * @description What this trace's figures cover
+             */
+            shows: string[];
+            /**
+             * Cannot Show
+             * @description What this trace cannot show, and why; empty for a GPU trace
+             */
+            cannot_show: string[];
+        };
         /** ModuleTestAttempt */
         ModuleTestAttempt: {
             /** Score */
@@ -4071,6 +4709,58 @@ export interface components {
              */
             fixes: components["schemas"]["Fix"][];
         };
+        /** OpDiffRow */
+        OpDiffRow: {
+            /** Name */
+            name: string;
+            /** A Self Us */
+            a_self_us: number;
+            /** B Self Us */
+            b_self_us: number;
+            /** Delta Us */
+            delta_us: number;
+            /** A Calls */
+            a_calls: number;
+            /** B Calls */
+            b_calls: number;
+        };
+        /**
+         * OpRow
+         * @description An operator (CPU op, or a kernel's launching op) aggregated over the analysed steps.
+         */
+        OpRow: {
+            /** Name */
+            name: string;
+            /** Calls */
+            calls: number;
+            /**
+             * Self Us
+             * @description CPU time in the op itself, children excluded
+             */
+            self_us: number;
+            /**
+             * Total Us
+             * @description CPU time including children
+             */
+            total_us: number;
+            /**
+             * Device Self Us
+             * @description GPU kernel time the op launched itself (0 on a CPU trace)
+             * @default 0
+             */
+            device_self_us: number;
+            /**
+             * Device Total Us
+             * @description GPU kernel time of the op and its children
+             * @default 0
+             */
+            device_total_us: number;
+            /**
+             * Input Shapes
+             * @description The most frequent input shapes, e.g. '[[64, 512], [512, 512]]'
+             */
+            input_shapes: string[];
+        };
         /** OutputCheck */
         OutputCheck: {
             /** Name */
@@ -4099,6 +4789,28 @@ export interface components {
              * @description The first values of the output
              */
             preview: number[];
+        };
+        /**
+         * Overlap
+         * @description Communication hidden behind computation, per rank.
+         */
+        Overlap: {
+            /** Rank */
+            rank: number;
+            /** Communication Us */
+            communication_us: number;
+            /** Overlapped Us */
+            overlapped_us: number;
+            /**
+             * Share
+             * @description Overlapped share of communication time, 0-1
+             */
+            share: number;
+            /**
+             * Source
+             * @enum {string}
+             */
+            source: "hta" | "gpudojo";
         };
         /**
          * ParamSpec
@@ -4150,6 +4862,163 @@ export interface components {
             field: string | null;
             /** Message */
             message: string;
+        };
+        /**
+         * ProfileDiff
+         * @description GET profile/diff?a=&b=: before (a) and after (b) side by side, biggest changes first.
+         *
+         *     Operator times are per step (total over the analysed steps divided by their count), so
+         *     profiles of different lengths compare.
+         */
+        ProfileDiff: {
+            /** A */
+            a: string;
+            /** B */
+            b: string;
+            /**
+             * A Mode
+             * @enum {string}
+             */
+            a_mode: "gpu" | "cpu";
+            /**
+             * B Mode
+             * @enum {string}
+             */
+            b_mode: "gpu" | "cpu";
+            /** Step A Us */
+            step_a_us: number;
+            /** Step B Us */
+            step_b_us: number;
+            /**
+             * Speedup
+             * @description step_a_us / step_b_us
+             */
+            speedup: number;
+            /** Breakdown */
+            breakdown: components["schemas"]["BreakdownDiffRow"][];
+            /**
+             * Ops
+             * @description By |delta|, largest first (at most 30)
+             */
+            ops: components["schemas"]["OpDiffRow"][];
+            /**
+             * Findings Resolved
+             * @description Finding ids in a and not in b
+             */
+            findings_resolved: string[];
+            /**
+             * Findings New
+             * @description Finding ids in b and not in a
+             */
+            findings_new: string[];
+        };
+        /** ProfileProgress */
+        ProfileProgress: {
+            /** Trace */
+            trace: string;
+            /**
+             * Phase
+             * @enum {string}
+             */
+            phase: "not_started" | "queued" | "reading" | "analysing" | "indexing" | "done";
+            /**
+             * Fraction
+             * @default null
+             */
+            fraction: number | null;
+            /** Elapsed Ms */
+            elapsed_ms: number;
+        };
+        /**
+         * ProfileSummary
+         * @description GET profile/summary?trace=ID: what the profile view opens with.
+         */
+        ProfileSummary: {
+            trace: components["schemas"]["Trace"];
+            mode: components["schemas"]["Mode"];
+            /** Ranks */
+            ranks: number[];
+            /** T Start Us */
+            t_start_us: number;
+            /** T End Us */
+            t_end_us: number;
+            /**
+             * Events
+             * @description Complete events read
+             */
+            events: number;
+            /**
+             * Steps
+             * @description Profiler steps in order; empty when the trace has no ProfilerStep spans
+             */
+            steps: components["schemas"]["Step"][];
+            /**
+             * Step Source
+             * @description whole-trace: no ProfilerStep#N spans, the whole trace is taken as one step
+             * @enum {string}
+             */
+            step_source: "profiler-steps" | "whole-trace";
+            /** Mean Step Us */
+            mean_step_us: number;
+            /**
+             * Breakdown
+             * @description Mean over the steps
+             */
+            breakdown: components["schemas"]["CategoryTime"][];
+            /**
+             * Top Ops
+             * @description By self CPU time, largest first (at most 50)
+             */
+            top_ops: components["schemas"]["OpRow"][];
+            /**
+             * Kernels
+             * @description GPU kernels by total time (at most 30)
+             */
+            kernels: components["schemas"]["KernelRow"][];
+            /** @default null */
+            launch: components["schemas"]["LaunchStats"] | null;
+            /** Syncs */
+            syncs: components["schemas"]["SyncSite"][];
+            /**
+             * Overlap
+             * @description Multi-rank or GPU traces
+             */
+            overlap: components["schemas"]["Overlap"][];
+            /**
+             * Findings
+             * @description Most important first
+             */
+            findings: components["schemas"]["Finding"][];
+            /** Lanes */
+            lanes: components["schemas"]["Lane"][];
+            /**
+             * Hta
+             * @description The Holistic Trace Analysis functions whose results are used here
+             */
+            hta: string[];
+            /** Notes */
+            notes: string[];
+            /** Analysis Ms */
+            analysis_ms: number;
+            /** Cached */
+            cached: boolean;
+        };
+        /**
+         * ProfileWindow
+         * @description GET profile/window?trace=&t0=&t1=&px=: the spans a viewport shows, lane by lane.
+         *
+         *     Spans shorter than one pixel ((t1 - t0) / px) that touch are merged, so a lane returns
+         *     at most about 2 * px spans per depth.
+         */
+        ProfileWindow: {
+            /** T0 Us */
+            t0_us: number;
+            /** T1 Us */
+            t1_us: number;
+            /** Px */
+            px: number;
+            /** Lanes */
+            lanes: components["schemas"]["LaneWindow"][];
         };
         /** ProgressEntry */
         ProgressEntry: {
@@ -4430,6 +5299,11 @@ export interface components {
              * @default false
              */
             record_memory: boolean;
+            /**
+             * Record Profile
+             * @default false
+             */
+            record_profile: boolean;
             /**
              * Script Path
              * @description A script run's path, relative to the server's root
@@ -4717,6 +5591,12 @@ export interface components {
              * @default false
              */
             record_memory?: boolean;
+            /**
+             * Record Profile
+             * @description labkit.profile() in the script records a torch.profiler trace
+             * @default false
+             */
+            record_profile?: boolean;
         };
         /**
          * SocketError
@@ -4731,6 +5611,39 @@ export interface components {
             type: "error";
             error: components["schemas"]["ErrorInfo"];
         };
+        /**
+         * Span
+         * @description One drawn span; ``count`` > 1 when neighbouring spans under a pixel were merged.
+         */
+        Span: {
+            /** T Us */
+            t_us: number;
+            /** Dur Us */
+            dur_us: number;
+            /** Depth */
+            depth: number;
+            /**
+             * Name
+             * @description The op or kernel name; for a merged span, the longest one's
+             */
+            name: string;
+            /**
+             * Cat
+             * @description Kineto's category: cpu_op, kernel, gpu_memcpy, python_function, user_annotation, ...
+             */
+            cat: string;
+            /**
+             * Count
+             * @default 1
+             */
+            count: number;
+            /**
+             * Ref
+             * @description The event's index for profile/event (-1 for a merged span)
+             * @default -1
+             */
+            ref: number;
+        };
         /** StatusEvent */
         StatusEvent: {
             /**
@@ -4741,6 +5654,25 @@ export interface components {
             /** Seq */
             seq: number;
             run: components["schemas"]["Run"];
+        };
+        /**
+         * Step
+         * @description One profiler step (ProfilerStep#N) and where its time went.
+         *
+         *     The breakdown's times add up to ``dur_us``: each instant of the step is given to one
+         *     category (communication over memcpy over data_loading over sync over compute; idle is
+         *     what no activity covers on the timeline that defines the step: the device's on a GPU
+         *     trace, the main thread's on a CPU one).
+         */
+        Step: {
+            /** Step */
+            step: number;
+            /** Start Us */
+            start_us: number;
+            /** Dur Us */
+            dur_us: number;
+            /** Breakdown */
+            breakdown: components["schemas"]["CategoryTime"][];
         };
         /** Sweep */
         Sweep: {
@@ -4762,6 +5694,23 @@ export interface components {
             param: string;
             /** Values */
             values: (boolean | number | string)[];
+        };
+        /**
+         * SyncSite
+         * @description A place that makes the host wait (aten::item, .cpu(), cudaStreamSynchronize, ...).
+         */
+        SyncSite: {
+            /** Op */
+            op: string;
+            /**
+             * Location
+             * @description 'train.py:57' from the recorded stack, or '' without with_stack
+             */
+            location: string;
+            /** Per Step */
+            per_step: number;
+            /** Total Us */
+            total_us: number;
         };
         /**
          * TelemetryControl
@@ -4857,6 +5806,41 @@ export interface components {
             gpus: number[];
             /** Matrix */
             matrix: string[][];
+        };
+        /**
+         * Trace
+         * @description A trace file: one rank of a run's profile, or a Chrome/Kineto trace from the workspace.
+         */
+        Trace: {
+            /**
+             * Id
+             * @description 'run:<run id>:<file name>' or 'file:<path under the root>'
+             */
+            id: string;
+            /**
+             * Source
+             * @description Path relative to the run's profile folder or the server's root
+             */
+            source: string;
+            /**
+             * Run
+             * @default null
+             */
+            run: string | null;
+            /**
+             * Rank
+             * @default null
+             */
+            rank: number | null;
+            /** Size Bytes */
+            size_bytes: number;
+            /** Label */
+            label: string;
+        };
+        /** TraceList */
+        TraceList: {
+            /** Traces */
+            traces: components["schemas"]["Trace"][];
         };
         /** TruncatedEvent */
         TruncatedEvent: {

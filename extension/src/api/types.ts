@@ -8,6 +8,7 @@
  * `unsupported` list the UI says "not supported" instead of showing 0.
  */
 import type { components } from './schema';
+import type { LabSummary } from './runTypes';
 
 type S = components['schemas'];
 
@@ -133,3 +134,46 @@ export * from './runTypes';
 
 /* Memory (server/gpudojo/memory/models.py). */
 export * from './memoryTypes';
+
+/* Profiles (server/gpudojo/profile/models.py). Times are microseconds (us) on the trace's own clock. */
+
+export type Trace = S['Trace'];
+export type TraceList = S['TraceList'];
+/** What a trace can and cannot show (GPU or CPU-only). */
+export type ProfileMode = S['Mode'];
+export type TraceMode = ProfileMode['kind'];
+export type CategoryTime = S['CategoryTime'];
+/** Where step time goes: compute, communication, data_loading, memcpy, sync, idle. */
+export type ProfileCategory = CategoryTime['category'];
+export type ProfileStep = S['Step'];
+export type OpRow = S['OpRow'];
+export type KernelRow = S['KernelRow'];
+export type LaunchStats = S['LaunchStats'];
+export type SyncSite = S['SyncSite'];
+export type Overlap = S['Overlap'];
+export type Finding = S['Finding'];
+export type FindingSeverity = Finding['severity'];
+export type Lane = S['Lane'];
+export type LaneKind = Lane['kind'];
+export type ProfileSummary = S['ProfileSummary'];
+/** GET profile/progress: how far a trace's first analysis is. */
+export type ProfileProgress = S['ProfileProgress'];
+export type Span = S['Span'];
+export type LaneWindow = S['LaneWindow'];
+export type ProfileWindow = S['ProfileWindow'];
+export type EventDetail = S['EventDetail'];
+export type BreakdownDiffRow = S['BreakdownDiffRow'];
+export type OpDiffRow = S['OpDiffRow'];
+export type ProfileDiff = S['ProfileDiff'];
+
+/*
+ * What a run records besides its logs and metrics. The server's models have
+ * LabSummary.records, Run.record_profile and the requests' record_profile; until
+ * `make api-types` regenerates schema.ts with them they are typed here as optional
+ * fields, which stay compatible once the generated types carry them.
+ */
+
+/** What a lab's script can record when a run asks: the run form offers "Record <it>" for these. */
+export type Recording = LabSummary['records'][number];
+/** The recording flags a run request carries (absent: not asked). */
+export type RunRecording = { record_memory?: boolean; record_profile?: boolean };

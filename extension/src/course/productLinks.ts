@@ -14,6 +14,7 @@ import { h } from '../dom';
 import { CommandIds as GpuCommandIds } from '../gpu/commands';
 import { KernelCommandIds } from '../kernels/commands';
 import { MemoryCommandIds } from '../memory/commands';
+import { ProfileCommandIds } from '../profile/commands';
 import { RunCommandIds } from '../runs/commands';
 import { CourseCommandIds } from './commands';
 
@@ -90,6 +91,14 @@ const ACTIONS: Record<string, ActionSpec> = {
             description: 'Open the memory view of your newest memory capture'
           };
     }
+  },
+  'open-profile': {
+    params: {},
+    build: () => ({
+      command: ProfileCommandIds.openProfile,
+      args: {},
+      description: 'Open the profile view of your newest recorded profile'
+    })
   },
   'open-gpu-monitor': {
     params: {},

@@ -10,7 +10,7 @@ import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import type { GpudojoClient } from '../api/client';
 import type { LabRunRequest, Run, StartRunRequest } from '../api/types';
 import { showInMainArea } from '../shell';
-import { IGpudojoClient, IGpudojoSidebar, IMemoryViewer } from '../tokens';
+import { IGpudojoClient, IGpudojoSidebar, IMemoryViewer, IProfileViewer } from '../tokens';
 import {
   RunCommandIds,
   readGroupId,
@@ -42,7 +42,7 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
   description: 'One-click labs: parameter forms, live run views with logs, metrics and checks, sweeps and scaling.',
   autoStart: true,
   requires: [IGpudojoSidebar, IGpudojoClient],
-  optional: [ICommandPalette, ILayoutRestorer, IFileBrowserFactory, IThemeManager, IMemoryViewer],
+  optional: [ICommandPalette, ILayoutRestorer, IFileBrowserFactory, IThemeManager, IMemoryViewer, IProfileViewer],
   activate: (
     app: JupyterFrontEnd,
     sidebar: IGpudojoSidebar,
@@ -51,7 +51,8 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
     restorer: ILayoutRestorer | null,
     browsers: IFileBrowserFactory | null,
     themeManager: IThemeManager | null,
-    memory: IMemoryViewer | null
+    memory: IMemoryViewer | null,
+    profile: IProfileViewer | null
   ) => {
     const labs = new LabCatalog(client);
     const listModel = new RunsListModel(client);
@@ -151,6 +152,7 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
             client,
             labs,
             memory,
+            profile,
             rerun: run => {
               start(rerunRequest(run)).catch(error =>
                 showErrorMessage('The run could not start again', (error as Error).message)

@@ -1,6 +1,6 @@
 /** Run requests built from what the learner typed or from an earlier run (Re-run). */
 
-import type { Run, ScriptRunRequest, StartRunRequest } from '../api/types';
+import type { LabSummary, Recording, Run, RunRecording, ScriptRunRequest, StartRunRequest } from '../api/types';
 
 /** Most processes a script may ask for (the server's limit). */
 export const MAX_SCRIPT_NPROC = 64;
@@ -71,14 +71,27 @@ export function scriptArgsOf(run: Pick<Run, 'argv' | 'title'>): string[] {
   return at >= 0 ? run.argv.slice(at + 1) : [];
 }
 
-/** The request that runs `run` again with the same parameters (one run, even for a sweep's member). */
+/** Whether the run form offers "Record <it>" for `lab` (the lab's manifest lists what its script records). */
+export function labRecords(lab: LabSummary, recording: Recording): boolean {
+  return (lab.records ?? []).includes(recording);
+}
+
+/** The recording flags a request carries: only those asked for, so a plain request stays as it was. */
+export function recordingFlags(asked: { memory: boolean; profile: boolean }): RunRecording {
+  return {
+    ...(asked.memory ? { record_memory: true } : {}),
+    ...(asked.profile ? { record_profile: true } : {})
+  };
+}
+
+/** The request that runs `run` again with the same parameters and recordings (one run, even for a sweep's member). */
 export function rerunRequest(run: Run): StartRunRequest {
-  const memory = run.record_memory ? { record_memory: true } : {};
+  const recordings = recordingFlags({ memory: run.record_memory, profile: run.record_profile });
   if (run.kind === 'lab' && run.lab) {
-    return { kind: 'lab', lab: run.lab, params: { ...run.params }, ...memory };
+    return { kind: 'lab', lab: run.lab, params: { ...run.params }, ...recordings };
   }
   return {
-    ...memory,
+    ...recordings,
     kind: 'script',
     path: run.script_path ?? run.title,
     nproc: run.nproc,

@@ -7,7 +7,7 @@
 
 import { Widget } from '@lumino/widgets';
 import { GpudojoApiError } from '../api/errors';
-import type { LabRunRequest, LabSummary, ParamSpec, ParamValue, Run } from '../api/types';
+import type { LabRunRequest, LabSummary, ParamSpec, ParamValue, Run, RunRecording } from '../api/types';
 import { h } from '../dom';
 import type { SweepPreset } from './commands';
 import {
@@ -20,6 +20,7 @@ import {
   parseField,
   parseSweepValues
 } from './params';
+import { labRecords, recordingFlags } from './requests';
 
 export interface RunFormOptions {
   lab: LabSummary;
@@ -29,6 +30,8 @@ export interface RunFormOptions {
   sweep?: SweepPreset | null;
   /** Tick "Record memory" at first (e.g. when repeating a run that recorded). */
   recordMemory?: boolean;
+  /** Tick "Record profile" at first (shown only for labs whose script records one). */
+  recordProfile?: boolean;
   /** Send the request; resolves with the runs the server created. */
   start: (request: LabRunRequest) => Promise<Run[]>;
 }
@@ -53,6 +56,7 @@ export class RunForm extends Widget {
     this.lab = options.lab;
     this._start = options.start;
     this._initialRecordMemory = options.recordMemory === true;
+    this._initialRecordProfile = options.recordProfile === true;
     this.addClass('gpudojo-run-form');
     this.node.setAttribute('data-lab', this.lab.id);
     this._raw = initialValues(this.lab, options.params);
@@ -81,13 +85,14 @@ export class RunForm extends Widget {
       this._setMessage('Fix the fields marked above, then Start again.', 'error');
       return null;
     }
-    if (this._recordMemory.checked) {
-      outcome.request.record_memory = true;
-    }
+    const request: LabRunRequest & RunRecording = {
+      ...outcome.request,
+      ...recordingFlags({ memory: this._recordMemory.checked, profile: this._recordProfile?.checked === true })
+    };
     this._startButton.disabled = true;
     this._setMessage('Starting…', 'info');
     try {
-      const runs = await this._start(outcome.request);
+      const runs = await this._start(request);
       this._setMessage(
         runs.length === 1 ? `Started run ${runs[0].id}.` : `Started a sweep of ${runs.length} runs.`,
         'info'
@@ -153,6 +158,7 @@ export class RunForm extends Widget {
       fields,
       sweepable.length ? this._sweepFieldset(sweepable) : '',
       recordMemory,
+      labRecords(lab, 'profile') ? this._recordProfileToggle() : '',
       h('div', { className: 'gpudojo-run-form-actions' }, this._startButton, this._message)
     );
     this.node.addEventListener('keydown', event => {
@@ -161,6 +167,22 @@ export class RunForm extends Widget {
         void this.submit();
       }
     });
+  }
+
+  /** "Record profile": torch.profiler with a schedule, one Chrome trace per rank, for labs whose script records one. */
+  private _recordProfileToggle(): HTMLElement {
+    this._recordProfile = h('input', { attrs: { name: 'record_profile', type: 'checkbox' } });
+    this._recordProfile.checked = this._initialRecordProfile;
+    return h(
+      'label',
+      { className: 'gpudojo-run-record-profile-toggle' },
+      this._recordProfile,
+      ' Record profile',
+      h('span', {
+        className: 'gpudojo-run-form-help',
+        text: 'A torch.profiler trace per rank (CPU ops, and CUDA kernels on a GPU) over a few steps, analysed in the run’s Profile section.'
+      })
+    );
   }
 
   private _field(spec: ParamSpec): HTMLElement {
@@ -317,5 +339,7 @@ export class RunForm extends Widget {
   private _startButton!: HTMLButtonElement;
   private _recordMemory!: HTMLInputElement;
   private _initialRecordMemory: boolean;
+  private _recordProfile: HTMLInputElement | null = null;
+  private _initialRecordProfile: boolean;
   private _message!: HTMLElement;
 }

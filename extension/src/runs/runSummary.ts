@@ -40,6 +40,11 @@ export class RunHeader {
       text: 'recording memory',
       title: 'labkit records this run’s memory per rank: see the Memory section'
     });
+    this._recordingProfile = h('span', {
+      className: 'gpudojo-run-record-memory gpudojo-run-record-profile',
+      text: 'recording profile',
+      title: 'labkit records a torch.profiler trace per rank: see the Profile section'
+    });
     this._params = h('span', { className: 'gpudojo-run-params' });
     this._sweep = h('button', {
       className: 'jp-Button jp-mod-styled jp-mod-minimal gpudojo-run-sweep-link',
@@ -81,7 +86,7 @@ export class RunHeader {
         this._cancel,
         this._rerun
       ),
-      h('div', { className: 'gpudojo-run-header-row' }, this._mode, this._modeNote, this._recording),
+      h('div', { className: 'gpudojo-run-header-row' }, this._mode, this._modeNote, this._recording, this._recordingProfile),
       h('div', { className: 'gpudojo-run-header-row' }, this._params, this._sweep),
       h('div', { className: 'gpudojo-run-command-row' }, this._command, copy)
     );
@@ -102,6 +107,7 @@ export class RunHeader {
     this._mode.title = run.mode_note;
     this._modeNote.textContent = run.mode_note;
     this._recording.hidden = !run.record_memory;
+    this._recordingProfile.hidden = !run.record_profile;
     const processes = `${run.nproc} process${run.nproc === 1 ? '' : 'es'} (${run.launcher})`;
     const params = paramSummary(run.params);
     this._params.textContent = params ? `${processes} · ${params}` : processes;
@@ -152,6 +158,7 @@ export class RunHeader {
   private _mode: HTMLElement;
   private _modeNote: HTMLElement;
   private _recording: HTMLElement;
+  private _recordingProfile: HTMLElement;
   private _params: HTMLElement;
   private _sweep: HTMLButtonElement;
   private _cancel: HTMLButtonElement;

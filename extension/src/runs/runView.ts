@@ -10,7 +10,7 @@ import { Widget } from '@lumino/widgets';
 import type { GpudojoClient } from '../api/client';
 import type { RunStream, RunStreamStatus } from '../api/runStream';
 import type { Run, RunEvent } from '../api/types';
-import type { IMemoryViewer, IRunMemorySection } from '../tokens';
+import type { IMemoryViewer, IProfileViewer, IRunMemorySection, IRunProfileSection } from '../tokens';
 import { NextFrame, h } from '../dom';
 import { gpudojoIcon } from '../icons';
 import { runViewId } from './commands';
@@ -30,6 +30,8 @@ export interface RunViewOptions {
   labs: LabCatalog;
   /** The memory feature: adds the Memory section (absent: no section). */
   memory?: IMemoryViewer | null;
+  /** The profile feature: adds the Profile section (absent: no section). */
+  profile?: IProfileViewer | null;
   /** Start the same run again and show it. */
   rerun: (run: Run) => void;
   openSweep: (group: string) => void;
@@ -74,6 +76,7 @@ export class RunView extends Widget {
       this._charts.node
     );
     this._memory = options.memory?.createRunSection() ?? null;
+    this._profile = options.profile?.createRunSection() ?? null;
     this.node.append(
       h(
         'div',
@@ -84,7 +87,8 @@ export class RunView extends Widget {
         this._rootCause,
         checksSection,
         this._metricsSection,
-        this._memory?.node ?? null
+        this._memory?.node ?? null,
+        this._profile?.node ?? null
       ),
       this._logs.node
     );
@@ -119,6 +123,7 @@ export class RunView extends Widget {
     }
     this._stream.dispose();
     this._memory?.dispose();
+    this._profile?.dispose();
     this._charts.dispose();
     this._logs.dispose();
     this.model.dispose();
@@ -191,6 +196,7 @@ export class RunView extends Widget {
     this.title.caption = `Run ${run.id}: ${run.title} (${statusLabel(run.status)})`;
     this._header.update(run, Date.now() / 1000);
     this._memory?.update(run);
+    this._profile?.update(run);
     const cause = run.root_cause;
     const key = cause ? JSON.stringify(cause) : '';
     if (key !== this._causeKey) {
@@ -283,6 +289,7 @@ export class RunView extends Widget {
   private _metricsSection: HTMLElement;
   private _charts: MetricCharts;
   private _memory: IRunMemorySection | null;
+  private _profile: IRunProfileSection | null;
   private _logs: LogView;
   private _dirty: RunChange = { run: false, logs: false, metrics: false };
   private _frame = new NextFrame(() => this._render());

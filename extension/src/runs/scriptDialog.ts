@@ -2,14 +2,15 @@
 
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
-import type { ScriptRunRequest } from '../api/types';
+import type { RunRecording, ScriptRunRequest } from '../api/types';
 import { h } from '../dom';
-import { MAX_SCRIPT_NPROC, scriptRequest } from './requests';
+import { MAX_SCRIPT_NPROC, recordingFlags, scriptRequest } from './requests';
 
 interface ScriptFields {
   nproc: string;
   args: string;
   recordMemory: boolean;
+  recordProfile: boolean;
 }
 
 /** The dialog's body: two fields and, after a wrong try, what was wrong. */
@@ -29,6 +30,8 @@ class ScriptForm extends Widget implements Dialog.IBodyWidget<ScriptFields> {
     this._args.value = fields.args;
     this._recordMemory = h('input', { attrs: { name: 'record_memory', type: 'checkbox' } });
     this._recordMemory.checked = fields.recordMemory;
+    this._recordProfile = h('input', { attrs: { name: 'record_profile', type: 'checkbox' } });
+    this._recordProfile.checked = fields.recordProfile;
     this.node.append(
       h('p', {}, 'torchrun starts ', h('code', { text: path }), ' once per process, each with its RANK and WORLD_SIZE.'),
       h('label', { className: 'gpudojo-run-form-field' }, h('span', { className: 'gpudojo-run-form-name', text: 'Processes (nproc)' }), this._nproc),
@@ -46,22 +49,38 @@ class ScriptForm extends Widget implements Dialog.IBodyWidget<ScriptFields> {
         ' Record memory',
         h('span', { className: 'gpudojo-run-form-help', text: 'labkit.memory_capture() in the script writes one capture per rank.' })
       ),
+      h(
+        'label',
+        { className: 'gpudojo-run-record-profile-toggle' },
+        this._recordProfile,
+        ' Record profile',
+        h('span', {
+          className: 'gpudojo-run-form-help',
+          text: 'labkit.profile() and labkit.profile_step() in the script write one torch.profiler trace per rank.'
+        })
+      ),
       h('div', { className: 'gpudojo-field-error', attrs: { role: 'alert' }, text: problem })
     );
   }
 
   getValue(): ScriptFields {
-    return { nproc: this._nproc.value, args: this._args.value, recordMemory: this._recordMemory.checked };
+    return {
+      nproc: this._nproc.value,
+      args: this._args.value,
+      recordMemory: this._recordMemory.checked,
+      recordProfile: this._recordProfile.checked
+    };
   }
 
   private _nproc: HTMLInputElement;
   private _args: HTMLInputElement;
   private _recordMemory: HTMLInputElement;
+  private _recordProfile: HTMLInputElement;
 }
 
 /** Ask for processes and arguments until they are valid; null when the learner cancels. */
-export async function askScriptRun(path: string): Promise<ScriptRunRequest | null> {
-  let fields: ScriptFields = { nproc: '2', args: '', recordMemory: false };
+export async function askScriptRun(path: string): Promise<(ScriptRunRequest & RunRecording) | null> {
+  let fields: ScriptFields = { nproc: '2', args: '', recordMemory: false, recordProfile: false };
   let problem = '';
   for (;;) {
     const result = await showDialog<ScriptFields>({
@@ -76,7 +95,7 @@ export async function askScriptRun(path: string): Promise<ScriptRunRequest | nul
     fields = result.value;
     try {
       const request = scriptRequest(path, fields.nproc, fields.args);
-      return fields.recordMemory ? { ...request, record_memory: true } : request;
+      return { ...request, ...recordingFlags({ memory: fields.recordMemory, profile: fields.recordProfile }) };
     } catch (error) {
       problem = (error as Error).message;
     }

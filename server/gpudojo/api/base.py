@@ -139,6 +139,43 @@ class GPUDojoHandler(ExtensionHandlerMixin, APIHandler):
         self.finish(json.dumps(body))
 
 
+class FileQueryHandler(GPUDojoHandler):
+    """Routes over analysed files (memory captures, profile traces): the file is named by id in
+    the query string (``?capture=run:<run>:<file>``, ``?trace=file:<path>``), so paths never
+    have to be escaped into the URL path; service calls run on the runs' threads."""
+
+    async def call(self, fn: Any, *args: Any) -> Any:
+        return await self.services.in_runs_thread(fn, *args)
+
+    def id_arg(self, name: str, what: str) -> str:
+        value = self.get_query_argument(name, None)
+        if not value:
+            raise ApiError(400, "invalid_request", f"?{name}= names the {what} (run:<run>:<file> or file:<path>)")
+        return value
+
+    def number(self, name: str, default: float | None) -> float | None:
+        raw = self.get_query_argument(name, None)
+        if raw is None:
+            return default
+        try:
+            value = float(raw)
+        except ValueError as err:
+            raise ApiError(400, "invalid_request", f"{name} must be a number") from err
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ApiError(400, "invalid_request", f"{name} must be a finite number")
+        return value
+
+    async def send_file(self, path: Any) -> None:
+        """The file itself, as an attachment, in 1 MiB chunks."""
+        self.set_header("Content-Type", "application/octet-stream")
+        self.set_header("Content-Disposition", f'attachment; filename="{path.name}"')
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                self.write(chunk)
+                await self.flush()
+        self.finish()
+
+
 class GPUDojoWebSocket(WebSocketMixin, websocket.WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):
     """Base of the websockets: authenticated, authorized to read `gpudojo` before the
     upgrade (a 403, not an accepted socket closed later), Jupyter's origin check kept."""

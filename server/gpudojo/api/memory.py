@@ -7,33 +7,15 @@ Captures are named by id in the query string (``?capture=run:<run>:<file>`` or
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from .base import ApiError, GPUDojoHandler
+from .base import FileQueryHandler
 
 
-class MemoryBase(GPUDojoHandler):
-    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await self.services.in_runs_thread(fn, *args)
-
+class MemoryBase(FileQueryHandler):
     def capture_arg(self, name: str = "capture") -> str:
-        value = self.get_query_argument(name, None)
-        if not value:
-            raise ApiError(400, "invalid_request", f"?{name}= names the capture (run:<run>:<file> or file:<path>)")
-        return value
-
-    def number(self, name: str, default: float | None) -> float | None:
-        raw = self.get_query_argument(name, None)
-        if raw is None:
-            return default
-        try:
-            return float(raw)
-        except ValueError as err:
-            raise ApiError(400, "invalid_request", f"{name} must be a number") from err
+        return self.id_arg(name, "capture")
 
 
 class CapturesHandler(MemoryBase):
@@ -129,13 +111,7 @@ class RawHandler(MemoryBase):
     @authorized
     async def get(self) -> None:
         path = await self.call(self.services.memory.resolve, self.capture_arg())
-        self.set_header("Content-Type", "application/octet-stream")
-        self.set_header("Content-Disposition", f'attachment; filename="{path.name}"')
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                self.write(chunk)
-                await self.flush()
-        self.finish()
+        await self.send_file(path)
 
 
 class EstimateHandler(MemoryBase):

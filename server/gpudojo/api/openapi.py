@@ -53,11 +53,12 @@ def build_openapi(routes: list[tuple[str, type]], prefix: str) -> dict[str, Any]
     from ..gpu import models as gpu_models
     from ..kernels import models as kernel_models
     from ..memory import models as memory_models
+    from ..profile import models as profile_models
     from ..runs import models as run_models
     from . import models as api_models
 
     def model(name: str) -> type[BaseModel]:
-        for module in (api_models, gpu_models, course_models, kernel_models, run_models, memory_models):
+        for module in (api_models, gpu_models, course_models, kernel_models, run_models, memory_models, profile_models):
             if hasattr(module, name):
                 return getattr(module, name)
         raise LookupError(f"no model named {name}")

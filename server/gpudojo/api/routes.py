@@ -26,6 +26,16 @@ from .memory import (
     WindowHandler,
 )
 from .openapi import OpenAPIHandler
+from .profile import (
+    AnalyzeTraceHandler,
+    ProfileDiffHandler,
+    ProfileEventHandler,
+    ProfileProgressHandler,
+    ProfileWindowHandler,
+    SummaryHandler,
+    TraceRawHandler,
+    TracesHandler,
+)
 from .runs import (
     GROUP_ID,
     RUN_ID,
@@ -71,6 +81,14 @@ ROUTES: list[tuple[str, type]] = [
     ("memory/diff", DiffHandler),
     ("memory/raw", RawHandler),
     ("memory/estimate", EstimateHandler),
+    ("profile/traces", TracesHandler),
+    ("profile/summary", SummaryHandler),
+    ("profile/analyze", AnalyzeTraceHandler),
+    ("profile/progress", ProfileProgressHandler),
+    ("profile/window", ProfileWindowHandler),
+    ("profile/event", ProfileEventHandler),
+    ("profile/diff", ProfileDiffHandler),
+    ("profile/raw", TraceRawHandler),
     ("openapi.json", OpenAPIHandler),
 ]
 

@@ -13,6 +13,11 @@
     with labkit.memory_capture(context=labkit.model_context(model, optimizer=opt)) as mem:
         ...                             # recorded when the run asks (or force=True): see labkit.memory
 
+    with labkit.profile(wait=1, warmup=1, active=3):
+        for step in range(steps):
+            ...
+            labkit.profile_step()       # a torch.profiler trace when the run asks: see labkit.profile
+
 labkit reports and chooses; it never wraps. A lab script calls ``torch.distributed``,
 ``DistributedDataParallel``, ``DistributedSampler``, autocast and GradScaler itself, exactly
 as a training script outside gpudojo would, so that what the learner reads is what runs.
@@ -44,12 +49,14 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .. import runfolder
 from .memory import MemoryCapture, memory_capture, memory_phase, model_context
+from .profile import ProfileCapture, profile, profile_step  # labkit.profile: the function, not the module
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = [
     "MemoryCapture",
+    "ProfileCapture",
     "backend",
     "check",
     "device",
@@ -57,6 +64,8 @@ __all__ = [
     "memory_capture",
     "memory_phase",
     "model_context",
+    "profile",
+    "profile_step",
     "rank",
     "record",
     "report",

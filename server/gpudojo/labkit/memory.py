@@ -238,6 +238,20 @@ def live_bytes_walk(events: list[list[Any]], n_categories: int, budget_bytes: in
 # --- the capture --------------------------------------------------------------------------
 
 
+def _profiler_busy() -> str | None:
+    """Why the CPU profiler cannot record memory now (a labkit.profile block, or the script's
+    own torch.profiler, is already recording), or None."""
+    from .profile import _active as profiles
+
+    if profiles:
+        return "labkit.profile is recording a trace in this process; record memory outside the profiled block"
+    import torch.autograd.profiler as autograd_profiler
+
+    if autograd_profiler._is_profiler_enabled:
+        return "torch.profiler is already running in this process"
+    return None
+
+
 class MemoryCapture:
     """One recording of this process's memory; use through ``memory_capture()``.
 
@@ -286,6 +300,11 @@ class MemoryCapture:
         from gpudojo.labkit import device
 
         self._device = device()
+        if self._device.type != "cuda" and (busy := _profiler_busy()):
+            # The CPU timeline is recorded by torch.profiler, which runs once per process.
+            print(f"labkit.memory_capture: memory not recorded: {busy}", file=sys.stderr, flush=True)
+            self.recording = False
+            return self
         self.kind = self._device.type
         if self.kind == "cuda":
             self._start_cuda()

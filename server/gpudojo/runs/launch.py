@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
-from ..runfolder import BACKEND_ENV, RECORD_MEMORY_ENV, RUN_DIR_ENV, RUN_ID_ENV, RunFolder
+from ..runfolder import BACKEND_ENV, RECORD_MEMORY_ENV, RECORD_PROFILE_ENV, RUN_DIR_ENV, RUN_ID_ENV, RunFolder
 
 
 @dataclass
@@ -33,6 +33,7 @@ class LaunchSpec:
     # The torch.distributed backend the script should use: "nccl" with GPUs, "gloo" without.
     dist_backend: Literal["nccl", "gloo"]
     record_memory: bool = False
+    record_profile: bool = False
 
 
 @dataclass
@@ -74,8 +75,13 @@ def run_env(spec: LaunchSpec, base: dict[str, str] | None = None) -> dict[str, s
     }
     # A learner's shell may have turned numba's simulator on; a run decides for itself.
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    if spec.record_memory:
-        env[RECORD_MEMORY_ENV] = "1"
+    # Set only when asked, and removed otherwise: a variable left in the server's own
+    # environment must not make every run record.
+    for asked, name in ((spec.record_memory, RECORD_MEMORY_ENV), (spec.record_profile, RECORD_PROFILE_ENV)):
+        if asked:
+            env[name] = "1"
+        else:
+            env.pop(name, None)
     return env
 
 

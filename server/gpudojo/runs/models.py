@@ -13,6 +13,9 @@ RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled", "ti
 FINAL_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled", "timed_out", "lost"})
 Launcher = Literal["python", "torchrun"]
 Needs = Literal["cpu", "gpu", "multi-gpu"]
+# What a lab's script records when the run asks: "memory" (it calls labkit.memory_capture()),
+# "profile" (labkit.profile()), so that the run form can offer "Record <it>" only where it works.
+Recording = Literal["memory", "profile"]
 ParamValue = bool | int | float | str
 
 
@@ -76,6 +79,10 @@ class LabManifest(_Model):
     parameters: list[ParamSpec] = Field(default_factory=list)
     metrics: list[MetricSpec] = Field(default_factory=list)
     checks: list[CheckSpec] = Field(default_factory=list)
+    records: list[Recording] = Field(
+        default_factory=list,
+        description='What the script records when the run asks (lab.toml `records = ["profile"]`)',
+    )
 
 
 class LabSummary(_Model):
@@ -87,6 +94,9 @@ class LabSummary(_Model):
     parameters: list[ParamSpec]
     metrics: list[MetricSpec]
     checks: list[CheckSpec]
+    records: list[Recording] = Field(
+        default_factory=list, description="Offer 'Record memory' / 'Record profile' for these; the script records them"
+    )
 
 
 class LabProblem(_Model):
@@ -110,6 +120,7 @@ class LabRunRequest(_Model):
     params: dict[str, ParamValue] = Field(default_factory=dict)
     sweep: SweepSpec | None = None
     record_memory: bool = Field(False, description="labkit records memory (CUDA snapshot or CPU profiler) per rank")
+    record_profile: bool = Field(False, description="labkit records a torch.profiler trace per rank")
 
 
 class SweepSpec(_Model):
@@ -128,6 +139,7 @@ class ScriptRunRequest(_Model):
     args: list[str] = Field(default_factory=list, max_length=64)
     launcher: Launcher = "torchrun"
     record_memory: bool = Field(False, description="labkit.memory_capture() in the script records memory")
+    record_profile: bool = Field(False, description="labkit.profile() in the script records a torch.profiler trace")
 
 
 RunRequest = Annotated[LabRunRequest | ScriptRunRequest, Field(discriminator="kind")]
@@ -179,6 +191,7 @@ class Run(_Model):
     root_cause: RootCause | None = None
     checks: list[CheckResult] = Field(default_factory=list)
     record_memory: bool = False
+    record_profile: bool = False
     script_path: str | None = Field(None, description="A script run's path, relative to the server's root")
     script_args: list[str] = Field(default_factory=list, description="A script run's arguments")
     group: str | None = Field(None, description="Sweep group id")

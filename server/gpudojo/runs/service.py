@@ -125,6 +125,7 @@ class RunService:
                 parameters=m.parameters,
                 metrics=m.metrics,
                 checks=m.checks,
+                records=m.records,
             )
             for m in sorted((lab.manifest for lab in labs.values()), key=lambda m: (m.order, m.id))
         ]
@@ -171,10 +172,9 @@ class RunService:
                 validated.append(validate_params(lab.manifest, values))
             except ParamError as err:
                 raise Invalid(f"Bad parameters for {lab.manifest.id}: {err}", detail=err.errors) from err
-        return [
-            self._new_lab_run(lab, params, user, gpus, group, req.sweep.param if req.sweep else None, req.record_memory)
-            for params in validated
-        ]
+        group_param = req.sweep.param if req.sweep else None
+        recording = {"record_memory": req.record_memory, "record_profile": req.record_profile}
+        return [self._new_lab_run(lab, params, user, gpus, group, group_param, **recording) for params in validated]
 
     def _new_lab_run(
         self,
@@ -185,6 +185,7 @@ class RunService:
         group: str | None,
         group_param: str | None,
         record_memory: bool,
+        record_profile: bool,
     ) -> tuple[Run, ActiveRun]:
         m = lab.manifest
         nproc = int(params.get("nproc", 1)) if m.launcher == "torchrun" else 1
@@ -208,6 +209,7 @@ class RunService:
             group=group,
             group_param=group_param,
             record_memory=record_memory,
+            record_profile=record_profile,
         )
 
     def _script_run(self, req: ScriptRunRequest, user: str, gpus: int) -> tuple[Run, ActiveRun]:
@@ -231,12 +233,28 @@ class RunService:
             group=None,
             group_param=None,
             record_memory=req.record_memory,
+            record_profile=req.record_profile,
         )
         run.script_path, run.script_args = relative, list(req.args)
         return run, active
 
     def _prepare(
-        self, *, kind, lab, title, entry, args, params, launcher, nproc, user, gpus, group, group_param, record_memory
+        self,
+        *,
+        kind,
+        lab,
+        title,
+        entry,
+        args,
+        params,
+        launcher,
+        nproc,
+        user,
+        gpus,
+        group,
+        group_param,
+        record_memory,
+        record_profile,
     ) -> tuple[Run, ActiveRun]:
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         folder = self.folder(run_id)
@@ -253,6 +271,7 @@ class RunService:
             nproc=nproc,
             dist_backend=dist_backend,
             record_memory=record_memory,
+            record_profile=record_profile,
         )
         plan = self.launcher.plan(spec)
         run = Run(
@@ -273,6 +292,7 @@ class RunService:
             group_param=group_param,
             user=user,
             record_memory=record_memory,
+            record_profile=record_profile,
         )
         if lab is not None:
             run.checks = evaluate(

@@ -1,0 +1,220 @@
+/**
+ * The profile plugin: profile views and diff views in the main area (restored
+ * after a reload), "Open profile" on trace files in the file browser, and the
+ * Profile section the run view embeds (through IProfileViewer, so the runs
+ * plugin needs no profile code).
+ */
+
+import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ICommandPalette, IThemeManager, MainAreaWidget, WidgetTracker, showErrorMessage } from '@jupyterlab/apputils';
+import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
+import type { GpudojoClient } from '../api/client';
+import type { Run, Trace } from '../api/types';
+import { showInMainArea } from '../shell';
+import { IGpudojoClient, IProfileViewer } from '../tokens';
+import {
+  ProfileCommandIds,
+  isTraceFile,
+  newestTrace,
+  profileDiffId,
+  profileViewId,
+  readTraceId,
+  recordsProfile
+} from './commands';
+import type { TraceChoice } from './comparePicker';
+import { ProfileDiffView } from './diffView';
+import { ProfileView } from './profileView';
+import { RunProfileSection } from './runProfile';
+
+/** Recent runs whose traces the compare picker lists. */
+const RECENT_RUNS = 5;
+
+export const profilePlugin: JupyterFrontEndPlugin<IProfileViewer> = {
+  id: 'gpudojo:profile',
+  description: 'Profiles of torch.profiler traces: step time and its breakdown, findings, operators, a timeline, comparisons.',
+  autoStart: true,
+  provides: IProfileViewer,
+  requires: [IGpudojoClient],
+  optional: [ICommandPalette, ILayoutRestorer, IFileBrowserFactory, IThemeManager],
+  activate: (
+    app: JupyterFrontEnd,
+    client: GpudojoClient,
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null,
+    browsers: IFileBrowserFactory | null,
+    themeManager: IThemeManager | null
+  ): IProfileViewer => {
+    const views = new WidgetTracker<MainAreaWidget<ProfileView>>({ namespace: 'gpudojo-profile' });
+    const diffs = new WidgetTracker<MainAreaWidget<ProfileDiffView>>({ namespace: 'gpudojo-profile-diff' });
+
+    const openDiff = (a: string, b: string): void =>
+      void app.commands.execute(ProfileCommandIds.openProfileDiff, { a, b });
+
+    /** This trace's run's other traces, recent runs' traces, then the profiles open in this page. */
+    const candidatesFor = (trace: string) => async (): Promise<TraceChoice[]> => {
+      const choices = new Map<string, TraceChoice>();
+      const add = (t: Trace, run?: Run) => {
+        if (!choices.has(t.id)) {
+          choices.set(t.id, { id: t.id, label: choiceLabel(t, run) });
+        }
+      };
+      const own = views.find(w => w.content.trace === trace)?.content.summary?.trace.run;
+      if (own) {
+        (await client.listTraces(own).catch(() => ({ traces: [] as Trace[] }))).traces.forEach(t => add(t));
+      }
+      const recent = (await client.listRuns({ limit: 100 }).catch(() => ({ runs: [] as Run[] }))).runs
+        .filter(recordsProfile)
+        .sort((x, y) => y.created_at - x.created_at)
+        .slice(0, RECENT_RUNS);
+      for (const run of recent) {
+        (await client.listTraces(run.id).catch(() => ({ traces: [] as Trace[] }))).traces.forEach(t => add(t, run));
+      }
+      views.forEach(w => {
+        const open = w.content.summary?.trace;
+        if (open) {
+          add(open);
+        }
+      });
+      return [...choices.values()];
+    };
+
+    const open = (trace: string): MainAreaWidget<ProfileView> => {
+      let widget = views.find(w => w.content.trace === trace) ?? null;
+      if (!widget || widget.isDisposed) {
+        const content = new ProfileView({ trace, client, candidates: candidatesFor(trace), compare: openDiff });
+        widget = new MainAreaWidget({ content });
+        widget.id = profileViewId(trace);
+        widget.addClass('gpudojo-profile-panel');
+        widget.title.closable = true;
+        void views.add(widget);
+      }
+      showInMainArea(app, widget);
+      return widget;
+    };
+
+    app.commands.addCommand(ProfileCommandIds.openProfile, {
+      label: args => {
+        const trace = readTraceId(args);
+        return trace ? `Open Profile of ${trace.replace(/^(file|run):/, '')}` : 'Open Profile';
+      },
+      caption: "A trace's step time, breakdown, findings, top operators and timeline",
+      execute: async args => {
+        let trace = readTraceId(args);
+        if (!trace) {
+          // A lesson's link names no trace: the newest one the user recorded.
+          trace = (await newestTrace(client).catch(() => null))?.id ?? null;
+        }
+        if (trace) {
+          return open(trace);
+        }
+        void showErrorMessage(
+          'No profile yet',
+          'Your runs have not recorded a profile. Run a lab with "Record profile" ticked (lab-02 offers it), or open a trace file from the file browser, then follow this link again.'
+        );
+      }
+    });
+
+    app.commands.addCommand(ProfileCommandIds.openProfileFile, {
+      label: 'Open profile',
+      caption: 'Analyse this Chrome/Kineto trace (prof.export_chrome_trace, *.pt.trace.json) and show its profile',
+      isVisible: args => typeof args.path === 'string' || selectedTrace(browsers) !== null,
+      execute: args => {
+        const raw = typeof args.path === 'string' ? args.path : selectedTrace(browsers);
+        if (!raw) {
+          return;
+        }
+        // The server takes paths relative to its root; a drive prefix ("RTC:") is the browser's own.
+        // The view opens at once and shows the analysis's progress; a file that is no trace says so inside it.
+        return open(`file:${app.serviceManager.contents.localPath(raw)}`);
+      }
+    });
+
+    app.commands.addCommand(ProfileCommandIds.openProfileDiff, {
+      label: 'Open Profile Diff',
+      caption: 'Two traces compared: step time, breakdown, operators and findings, biggest changes first',
+      execute: args => {
+        const a = readTraceId(args, 'a');
+        const b = readTraceId(args, 'b');
+        if (!a || !b) {
+          return;
+        }
+        let widget = diffs.find(w => w.content.a === a && w.content.b === b) ?? null;
+        if (!widget || widget.isDisposed) {
+          const content = new ProfileDiffView({
+            a,
+            b,
+            diff: (x, y) => client.diffProfiles(x, y),
+            open: trace => void open(trace)
+          });
+          widget = new MainAreaWidget({ content });
+          widget.id = profileDiffId(a, b);
+          widget.addClass('gpudojo-profile-diff-panel');
+          widget.title.closable = true;
+          void diffs.add(widget);
+        }
+        showInMainArea(app, widget);
+        return widget;
+      }
+    });
+
+    app.contextMenu.addItem({
+      command: ProfileCommandIds.openProfileFile,
+      selector: '.jp-DirListing-item[data-isdir="false"]',
+      rank: 62
+    });
+
+    if (palette) {
+      palette.addItem({ command: ProfileCommandIds.openProfile, category: 'gpudojo' });
+      palette.addItem({ command: ProfileCommandIds.openProfileFile, category: 'gpudojo' });
+    }
+    if (themeManager) {
+      themeManager.themeChanged.connect(() => {
+        // Let the new theme's stylesheet apply before reading its colours.
+        requestAnimationFrame(() => views.forEach(w => w.content.refreshTheme()));
+      });
+    }
+    if (restorer) {
+      void restorer.restore(views, {
+        command: ProfileCommandIds.openProfile,
+        args: widget => ({ trace: widget.content.trace }),
+        name: widget => widget.content.trace
+      });
+      void restorer.restore(diffs, {
+        command: ProfileCommandIds.openProfileDiff,
+        args: widget => ({ a: widget.content.a, b: widget.content.b }),
+        name: widget => `${widget.content.a}\n${widget.content.b}`
+      });
+    }
+
+    return {
+      createRunSection: () =>
+        new RunProfileSection({
+          client,
+          openTrace: trace => void app.commands.execute(ProfileCommandIds.openProfile, { trace }),
+          compare: openDiff
+        })
+    };
+  }
+};
+
+/** How the compare picker lists a trace: "lab-02 run 20250101-… · rank 0", or its path. */
+function choiceLabel(trace: Trace, run?: Run): string {
+  if (!trace.run) {
+    return trace.label;
+  }
+  return run ? `${run.title} · ${trace.run} · ${trace.label}` : `${trace.run} · ${trace.label}`;
+}
+
+/** The path of the trace file selected in the file browser, or null. */
+function selectedTrace(browsers: IFileBrowserFactory | null): string | null {
+  const browser = browsers?.tracker.currentWidget;
+  if (!browser) {
+    return null;
+  }
+  for (const item of browser.selectedItems()) {
+    if (item.type !== 'directory' && isTraceFile(item.path)) {
+      return item.path;
+    }
+  }
+  return null;
+}

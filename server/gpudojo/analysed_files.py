@@ -1,0 +1,242 @@
+"""Files that are analysed once, in a warm child process, and then queried from a cache:
+the memory service's captures and the profile service's traces.
+
+A file is named by an id: ``run:<run id>:<file name>`` for a file a run wrote into one of
+its folders, or ``file:<path>`` for a file under the server's root (one the learner made
+or uploaded). A run's id may also name all of a run's files at once, ``run:<run id>:*``
+(the profile service merges the ranks' traces). Each analysis is keyed by the files'
+identities (path, size, mtime) and the analysis version, written by the worker into a
+cache folder of its own, and kept open for queries in a small LRU.
+
+Importing this module is cheap: the service process never loads what the analyses need
+(numpy is loaded by the Loaded classes the services pass in, torch and pandas never).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from .errors import Failed, Forbidden, Invalid, NotFound, ServiceError, TimedOut, TooLarge
+from .runfolder import RUN_ID, RunFolder
+from .worker.pipe import WarmWorker, WorkerFailure
+
+L = TypeVar("L")
+
+ALL_RANKS = "*"
+
+
+class FileRequestError(Invalid):
+    """An id or a query a file-analysis service cannot answer as asked."""
+
+
+@dataclass(frozen=True)
+class FileKind:
+    """What a service analyses: how its files are named and where a run keeps them."""
+
+    noun: str  # "capture", "trace": how messages name one
+    folder: Callable[[RunFolder], Path]  # a run's folder of these files
+    name: re.Pattern[str]  # a file name in that folder, group 1 the rank
+    worker_module: str  # python -m ... --serve
+    worker_name: str  # how errors name the worker ("memory analysis")
+    version: int  # bumped when the analysis changes: old caches are ignored
+    merge_ranks: bool = False  # whether run:<id>:* names all of a run's files at once
+
+
+@dataclass
+class Progress:
+    phase: str
+    fraction: float | None
+    elapsed_ms: float
+
+
+class AnalysedFiles(Generic[L]):
+    """Resolves ids to files (never outside their root), analyses each set of files once in
+    a warm worker (one analysis at a time; callers of the same file wait for its result),
+    and keeps up to ``keep_open`` analyses open for queries."""
+
+    def __init__(
+        self,
+        kind: FileKind,
+        data_dir: Path,
+        root_dir: Path,
+        cache_dir: Path,
+        open_cached: Callable[[Path], L],
+        *,
+        timeout_s: float,
+        max_bytes: int,
+        python: str = sys.executable,
+        keep_open: int = 4,
+    ) -> None:
+        from .runfolder import runs_dir
+
+        self.kind = kind
+        self.runs_dir = runs_dir(data_dir)
+        self.root_dir = root_dir.resolve()
+        self.cache_dir = cache_dir
+        self.open_cached = open_cached
+        self.timeout_s = timeout_s
+        self.max_bytes = max_bytes
+        self.keep_open = keep_open
+        self._open: OrderedDict[str, L] = OrderedDict()
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+        self._worker = WarmWorker(
+            kind.worker_module,
+            cache_dir / "analysis-worker.log",
+            python,
+            name=kind.worker_name,
+            args=("--serve",),
+        )
+        self._worker_lock = threading.Lock()
+        self._progress: dict[str, dict[str, Any]] = {}
+
+    # --- naming ---------------------------------------------------------------------------
+
+    def run_files(self, run_id: str) -> list[tuple[str, Path, int]]:
+        """(id, path, rank) of every file of this kind a run wrote, in name order."""
+        if not RUN_ID.match(run_id):
+            raise FileRequestError(f"{run_id!r} is not a run id")
+        folder = self.kind.folder(RunFolder(self.runs_dir / run_id))
+        found = []
+        for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+            m = self.kind.name.match(path.name)
+            if m and path.is_file():
+                found.append((f"run:{run_id}:{path.name}", path, int(m[1])))
+        return sorted(found, key=lambda f: (f[2], f[0]))
+
+    def resolve(self, file_id: str) -> list[Path]:
+        """The file(s) behind an id, checked to stay inside their root and within the size cap."""
+        noun = self.kind.noun
+        if file_id.startswith("run:"):
+            parts = file_id.split(":", 2)
+            if len(parts) != 3 or not RUN_ID.match(parts[1]):
+                raise FileRequestError(f"{file_id!r} is not a {noun} id")
+            if parts[2] == ALL_RANKS and self.kind.merge_ranks:
+                paths = [p for _, p, _ in self.run_files(parts[1])]
+                if not paths:
+                    raise NotFound(f"Run {parts[1]} has no {noun}s")
+            elif self.kind.name.match(parts[2]):
+                paths = [self.kind.folder(RunFolder(self.runs_dir / parts[1])) / parts[2]]
+            else:
+                raise FileRequestError(f"{file_id!r} is not a {noun} id")
+        elif file_id.startswith("file:"):
+            path = (self.root_dir / file_id[5:]).resolve()
+            if not path.is_relative_to(self.root_dir):
+                raise Forbidden(f"{file_id[5:]} is outside the server's root folder", "outside_root")
+            paths = [path]
+        else:
+            raise FileRequestError(f"{file_id!r} is not a {noun} id (run:... or file:...)")
+        for path in paths:
+            if not path.is_file():
+                raise NotFound(f"No {noun} {file_id!r}")
+            size = path.stat().st_size
+            if size > self.max_bytes:
+                raise TooLarge(f"{path.name} is {size} bytes; the most this server analyses is {self.max_bytes}")
+        return paths
+
+    def key(self, paths: list[Path]) -> str:
+        parts = []
+        for path in paths:
+            st = path.stat()
+            parts.append(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}")
+        ident = "||".join(parts) + f"|{self.kind.version}"
+        return hashlib.sha256(ident.encode()).hexdigest()[:32]
+
+    # --- analysis -------------------------------------------------------------------------
+
+    def ensure(self, file_id: str, request: Callable[[list[Path], Path], dict[str, Any]]) -> tuple[L, bool]:
+        """The open analysis of an id's files (analysed now if needed) and whether it came
+        from the cache. ``request(paths, folder)`` is the worker request for them."""
+        paths = self.resolve(file_id)
+        key = self.key(paths)
+        with self._lock:
+            if key in self._open:
+                self._open.move_to_end(key)
+                return self._open[key], True
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:  # one analysis per file at a time; others wait for its result
+            folder = self.cache_dir / key
+            cached = (folder / "summary.json").is_file()
+            if not cached:
+                self._analyse(paths, folder, key, request(paths, folder))
+            opened = self.open_cached(folder)
+        with self._lock:
+            self._open[key] = opened
+            while len(self._open) > self.keep_open:
+                self._open.popitem(last=False)
+        return opened, cached
+
+    def progress(self, file_id: str) -> Progress:
+        """How far an id's first analysis is: not_started, queued, the worker's phases, done."""
+        key = self.key(self.resolve(file_id))
+        if (self.cache_dir / key / "summary.json").is_file():
+            return Progress("done", 1.0, 0.0)
+        state = self._progress.get(key)
+        if state is None:
+            return Progress("not_started", None, 0.0)
+        return Progress(state["phase"], state["fraction"], (time.monotonic() - state["since"]) * 1000)
+
+    def _analyse(self, paths: list[Path], folder: Path, key: str, message: dict[str, Any]) -> None:
+        since = time.monotonic()
+        self._progress[key] = {"phase": "queued", "fraction": None, "since": since}
+        name = paths[0].name if len(paths) == 1 else f"{len(paths)} {self.kind.noun}s"
+
+        def on_progress(p: dict[str, Any]) -> None:
+            self._progress[key] = {"phase": p.get("phase", "reading"), "fraction": p.get("fraction"), "since": since}
+
+        try:
+            with self._worker_lock:
+                try:
+                    reply = self._call_worker(message, on_progress)
+                except WorkerFailure as err:
+                    if err.kind == "timeout":
+                        raise TimedOut(
+                            f"Analysing {name} took longer than {self.timeout_s:g} s", "analysis_timeout"
+                        ) from err
+                    raise Failed(f"The analysis of {name} failed: {err.message}", "analysis_failed") from err
+        finally:
+            self._progress.pop(key, None)
+        if "error" in reply:
+            raise self.refusal(name, reply["error"])
+        if not reply.get("ok"):
+            raise Failed(f"The analysis of {name} failed: {reply}", "analysis_failed")
+
+    def refusal(self, name: str, error: dict[str, Any]) -> ServiceError:
+        """The 4xx error for a file the worker refused (not this kind of file, or unsafe)."""
+        return FileRequestError(f"{name}: {error.get('message', 'not readable')}", f"not_a_{self.kind.noun}")
+
+    def _call_worker(self, message: dict[str, Any], on_progress: Callable[[Any], None]) -> dict[str, Any]:
+        """One analysis in the warm worker; a worker that had died since the last one (killed,
+        out of memory) is replaced and asked once more."""
+        for attempt in (1, 2):
+            self._start_worker()
+            try:
+                return self._worker.call(message, self.timeout_s, on_progress)
+            except WorkerFailure as err:
+                if err.kind != "crashed" or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start_worker(self) -> None:
+        """Start the worker if it is not running (the caller holds the worker lock); a first
+        start may compile or import a lot, hence the long limit."""
+        if not self._worker.alive:
+            self._worker.start(timeout_s=max(self.timeout_s, 300.0))
+
+    def warm_up(self) -> None:
+        """Start the worker now, so that the first file opened does not wait for it."""
+        with self._worker_lock:
+            self._start_worker()
+
+    def close(self) -> None:
+        with self._worker_lock:
+            self._worker.stop()

@@ -1,0 +1,156 @@
+"""The profile service: finds traces (a run's per-rank Chrome traces, or a trace file in the
+workspace), analyses each once in a child process (cached by file identity), and answers
+the profile view's queries (summary, timeline windows, event details, comparisons).
+
+Trace ids: ``run:<run id>:rank<N>.trace.json`` for one rank of a run, ``run:<run id>:*``
+for all of a run's ranks in one view, ``file:<path>`` for a trace under the server's root
+(``prof.export_chrome_trace``, a Kineto ``*.pt.trace.json``, gzipped or not).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from ..analysed_files import ALL_RANKS, AnalysedFiles, FileKind, FileRequestError
+from ..errors import ServiceError
+from ..runfolder import TRACE_NAME
+from .analysis import ANALYSIS_VERSION, Loaded, diff
+from .models import EventDetail, ProfileDiff, ProfileProgress, ProfileSummary, ProfileWindow, Trace, TraceList
+
+TRACES = FileKind(
+    noun="trace",
+    folder=lambda run: run.profile_dir,
+    name=TRACE_NAME,
+    worker_module="gpudojo.worker.profile_analyze",
+    worker_name="profile analysis",
+    version=ANALYSIS_VERSION,
+    merge_ranks=True,
+)
+
+
+def trace_id_for(trace: str | Path) -> str:
+    """The trace id of a path or id a user typed (CLI, notebook): a run's trace id stays as it
+    is; a file anywhere becomes file:<absolute path> for a service whose root is /."""
+    text = str(trace)
+    return text if text.startswith("run:") else "file:" + str(Path(text).resolve()).lstrip("/")
+
+
+# The most pixels a window is drawn at, and the fewest.
+MAX_PX = 4000
+MIN_PX = 2
+
+
+class ProfileService:
+    def __init__(
+        self,
+        data_dir: Path,
+        root_dir: Path,
+        *,
+        analysis_timeout_s: float = 600.0,
+        max_trace_bytes: int = 2 * 1024**3,
+        python: str = sys.executable,
+    ) -> None:
+        self.cache_dir = data_dir / "profile-cache"
+        self.files: AnalysedFiles[Loaded] = AnalysedFiles(
+            TRACES,
+            data_dir,
+            root_dir,
+            self.cache_dir,
+            Loaded,
+            timeout_s=analysis_timeout_s,
+            max_bytes=max_trace_bytes,
+            python=python,
+        )
+
+    # --- traces ---------------------------------------------------------------------------
+
+    def traces(self, run_id: str) -> TraceList:
+        """A run's traces, one per rank, and an 'all ranks' entry when there are several."""
+        found = self.files.run_files(run_id)
+        traces = [self._trace(tid, [path]) for tid, path, _ in found]
+        if len(found) > 1:
+            traces.insert(0, self._trace(f"run:{run_id}:{ALL_RANKS}", [path for _, path, _ in found]))
+        return TraceList(traces=traces)
+
+    def trace(self, trace_id: str) -> Trace:
+        return self._trace(trace_id, self.files.resolve(trace_id))
+
+    def _trace(self, trace_id: str, paths: list[Path]) -> Trace:
+        size = sum(p.stat().st_size for p in paths)
+        if trace_id.startswith("run:"):
+            _, run, name = trace_id.split(":", 2)
+            if name == ALL_RANKS:
+                return Trace(id=trace_id, source="profile/", run=run, size_bytes=size, label=f"all {len(paths)} ranks")
+            rank = int(TRACE_NAME.match(name)[1])
+            return Trace(
+                id=trace_id, source=f"profile/{name}", run=run, rank=rank, size_bytes=size, label=f"rank {rank}"
+            )
+        path = trace_id.removeprefix("file:")
+        return Trace(id=trace_id, source=path, size_bytes=size, label=path)
+
+    def resolve(self, trace_id: str) -> Path:
+        """The one file behind a trace id (for download: 'all ranks' is several files)."""
+        paths = self.files.resolve(trace_id)
+        if len(paths) != 1:
+            raise FileRequestError(f"{trace_id!r} names {len(paths)} files: download one rank's trace")
+        return paths[0]
+
+    # --- analysis -------------------------------------------------------------------------
+
+    def _ensure(self, trace_id: str) -> tuple[Loaded, bool]:
+        return self.files.ensure(
+            trace_id, lambda paths, folder: {"sources": [str(p) for p in paths], "folder": str(folder)}
+        )
+
+    def summary(self, trace_id: str) -> ProfileSummary:
+        t0 = time.perf_counter()
+        loaded, cached = self._ensure(trace_id)
+        s = dict(loaded.summary)
+        if cached:
+            s["analysis_ms"] = (time.perf_counter() - t0) * 1000
+        return ProfileSummary(trace=self.trace(trace_id), cached=cached, **s)
+
+    def analyze_path(self, path: str) -> ProfileSummary:
+        return self.summary("file:" + path)
+
+    def progress(self, trace_id: str) -> ProfileProgress:
+        p = self.files.progress(trace_id)
+        return ProfileProgress(trace=trace_id, phase=p.phase, fraction=p.fraction, elapsed_ms=p.elapsed_ms)
+
+    def window(self, trace_id: str, t0: float | None, t1: float | None, px: int) -> ProfileWindow:
+        loaded, _ = self._ensure(trace_id)
+        s = loaded.summary
+        lo = s["t_start_us"] if t0 is None else t0
+        hi = s["t_end_us"] if t1 is None else t1
+        if not hi > lo:
+            raise FileRequestError("t1 must be after t0")
+        return ProfileWindow.model_validate(loaded.window(lo, hi, max(MIN_PX, min(px, MAX_PX))))
+
+    def event(self, trace_id: str, ref: int) -> EventDetail:
+        loaded, _ = self._ensure(trace_id)
+        try:
+            return EventDetail.model_validate(loaded.event(ref))
+        except (KeyError, IndexError) as err:
+            raise FileRequestError(f"{trace_id} has no event {ref}", "no_such_event") from err
+
+    def diff(self, a: str, b: str) -> ProfileDiff:
+        left, _ = self._ensure(a)
+        right, _ = self._ensure(b)
+        return ProfileDiff(a=a, b=b, **diff(left, right))
+
+    def analyse_run(self, run_id: str) -> int:
+        """Analyse a finished run's traces now (each rank, and all ranks together), so that
+        opening one from the run view is the cached path; returns how many were analysed."""
+        done = 0
+        for trace in self.traces(run_id).traces:
+            try:
+                self._ensure(trace.id)
+                done += 1
+            except ServiceError:
+                continue
+        return done
+
+    def close(self) -> None:
+        self.files.close()

@@ -1,0 +1,107 @@
+"""Analyse profiler traces in a child process.
+
+``python -m gpudojo.worker.profile_analyze FOLDER SOURCE [SOURCE...]`` analyses one profile
+(one trace file per rank) into FOLDER (summary.json, index.npz, args.bin) and prints one
+JSON line: {"ok": true, "events", "analysis_ms"}, or {"error": {"kind": "invalid",
+"message"}} with exit code 3 when a file is not a Chrome/Kineto trace.
+
+``python -m gpudojo.worker.profile_analyze --serve`` is the server's warm worker: it imports
+the analysis (NumPy, orjson) once, prints {"ready": true, ...}, then answers one request per
+line ({"sources": [...], "folder": ...}) with progress lines ({"progress": {"phase",
+"fraction"}}, phases reading, analysing, indexing) and the same reply as above. A request it
+cannot read gets an error reply; the worker keeps serving. Holistic Trace Analysis (pandas)
+is imported only when a GPU trace needs it, so a CPU-only session never pays for it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_STARTED = time.perf_counter()
+from gpudojo.profile.analysis import ANALYSIS_VERSION, NotATrace, write_analysis  # noqa: E402
+
+_IMPORT_MS = (time.perf_counter() - _STARTED) * 1000
+
+
+def analyse(sources: list[Path], folder: Path, emit=None) -> tuple[dict[str, Any], int]:
+    """The reply for one profile, and the exit code the one-shot command returns."""
+
+    def progress(phase: str, fraction: float | None) -> None:
+        if emit is not None:
+            emit({"progress": {"phase": phase, "fraction": fraction}})
+
+    if not sources:
+        return {"error": {"kind": "invalid", "message": "No trace file given."}}, 3
+    try:
+        summary = write_analysis(sources, folder, on_progress=progress)
+    except NotATrace as err:
+        return {"error": {"kind": "invalid", "message": str(err)}}, 3
+    except (ValueError, KeyError, TypeError, IndexError, OSError) as err:
+        # Analysis of a trace shaped in a way nobody foresaw: say what, never a traceback.
+        return {"error": {"kind": "invalid", "message": f"{type(err).__name__}: {err}"}}, 3
+    return {"ok": True, "events": summary["events"], "analysis_ms": summary["analysis_ms"]}, 0
+
+
+def _request(line: str) -> tuple[list[Path], Path] | str:
+    """A request's sources and folder, or why it cannot be read."""
+    try:
+        request = json.loads(line)
+        sources = [Path(s) for s in request["sources"]]
+        folder = Path(request["folder"])
+    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        return f"Bad request ({type(err).__name__}: {err}): expected {{'sources': [...], 'folder': ...}}"
+    return sources, folder
+
+
+def warm_up() -> dict[str, Any]:
+    """Load (or compile, the first time on this machine) the row placement for lanes whose
+    spans cross, so that the first trace does not wait for numba."""
+    t0 = time.perf_counter()
+    try:
+        from gpudojo.worker import profile_rows
+    except ImportError as err:
+        return {"rows_compiled": False, "reason": f"numba is not installed ({err}): a Python loop places rows"}
+    profile_rows.warm_up()
+    return {"rows_compiled": True, "warm_ms": (time.perf_counter() - t0) * 1000}
+
+
+def serve() -> int:
+    out = sys.stdout
+
+    def emit(message: dict[str, Any]) -> None:
+        out.write(json.dumps(message) + "\n")
+        out.flush()
+
+    sys.stdout = sys.stderr  # anything else printed (HTA logs) goes to the log, not the protocol
+    emit({"ready": True, "analysis_version": ANALYSIS_VERSION, "import_ms": _IMPORT_MS, **warm_up()})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = _request(line)
+        if isinstance(request, str):
+            emit({"error": {"kind": "invalid", "message": request}})
+            continue
+        reply, _ = analyse(*request, emit)
+        emit(reply)
+    return 0
+
+
+def main() -> int:
+    if sys.argv[1:] == ["--serve"]:
+        return serve()
+    if len(sys.argv) < 3:
+        print(json.dumps({"error": {"kind": "invalid", "message": "usage: FOLDER SOURCE [SOURCE...]"}}))
+        return 3
+    out, sys.stdout = sys.stdout, sys.stderr  # the reply is the only line on stdout
+    reply, code = analyse([Path(s) for s in sys.argv[2:]], Path(sys.argv[1]))
+    out.write(json.dumps(reply) + "\n")
+    out.flush()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
