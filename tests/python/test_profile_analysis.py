@@ -318,7 +318,10 @@ def test_a_bare_list_with_begin_end_pairs_and_odd_events(tmp_path):
 def test_two_files_claiming_one_rank_are_told_apart(traces, tmp_path):
     s = write_analysis([traces["item"][0], traces["fast"][0]], tmp_path / "out")
     assert s["ranks"] == [0, 1] and any("fast.json says rank 0" in n for n in s["notes"])
-    assert [lane["label"].split(" · ")[0] for lane in s["lanes"]] == ["rank 0", "rank 1"]
+    # Each file's lanes (its main thread, and any other thread the profiler saw) under its rank.
+    prefixes = [lane["label"].split(" · ")[0] for lane in s["lanes"]]
+    assert sorted(set(prefixes)) == ["rank 0", "rank 1"] and prefixes == sorted(prefixes)
+    assert [lane["rank"] for lane in s["lanes"]] == [int(p.split()[1]) for p in prefixes]
     assert len(s["steps"]) == 3 and s["syncs"][0]["per_step"] == 2.0  # rank 0's: the item trace
 
 
