@@ -41,7 +41,7 @@ export class RunHeader {
       title: 'labkit records this run’s memory per rank: see the Memory section'
     });
     this._recordingProfile = h('span', {
-      className: 'gpudojo-run-record-memory gpudojo-run-record-profile',
+      className: 'gpudojo-run-record-profile',
       text: 'recording profile',
       title: 'labkit records a torch.profiler trace per rank: see the Profile section'
     });
