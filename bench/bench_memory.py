@@ -34,10 +34,9 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
-from server import REPO, TOKEN, free_port, jupyter_server, machine, run_browser
+from server import REPO, TOKEN, api, free_port, jupyter_server, machine, run_browser, size_label
 
 sys.path.insert(0, str(REPO / "tests" / "python"))
 from memory_data import dump, make_snapshot, write_real_snapshot
@@ -46,24 +45,6 @@ HERE = Path(__file__).resolve().parent
 D3_PACKAGES = ["d3@5", "d3-axis@1", "d3-scale@1", "d3-zoom@1", "d3-brush@1"]
 # MemoryViz.js's imports and the package each names (skypack serves the package's ES module).
 CDN = {f"https://cdn.skypack.dev/{p}": p.split("@")[0] for p in D3_PACKAGES}
-
-
-def label(entries: int) -> str:
-    return f"{entries // 1_000_000}M" if entries % 1_000_000 == 0 else f"{entries // 1000}k"
-
-
-def api(port: int, path: str, body: dict | None = None) -> tuple[float, dict, int]:
-    """Seconds, decoded answer and body size of one request to gpudojo's API."""
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{port}/gpudojo/api/{path}",
-        data=json.dumps(body).encode() if body is not None else None,
-        method="POST" if body is not None else "GET",
-        headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
-    )
-    t0 = time.perf_counter()
-    with urllib.request.urlopen(req, timeout=600) as r:
-        raw = r.read()
-    return time.perf_counter() - t0, json.loads(raw), len(raw)
 
 
 # Started from a small launcher, not forked from this process: a forked child's peak RSS
@@ -216,9 +197,9 @@ def main() -> None:
         every = sizes + [int(x) for x in args.server_only_sizes.split(",") if x]
         for n in every:
             t0 = time.perf_counter()
-            files[n] = root / f"snapshot-{label(n)}.pickle"
+            files[n] = root / f"snapshot-{size_label(n)}.pickle"
             # Made once per shape and size (10M entries take minutes to write), then copied.
-            made = args.cache_dir / f"{args.shape}-{label(n)}-seed1.pickle"
+            made = args.cache_dir / f"{args.shape}-{size_label(n)}-seed1.pickle"
             if not made.is_file():
                 args.cache_dir.mkdir(parents=True, exist_ok=True)
                 if args.shape == "real":
@@ -230,9 +211,12 @@ def main() -> None:
             size = files[n].stat().st_size
             # The same bytes under another name: a file the server has never analysed, for
             # the cold "command to painted timeline" in the browser.
-            cold_files[n] = root / f"snapshot-{label(n)}-cold.pickle"
+            cold_files[n] = root / f"snapshot-{size_label(n)}-cold.pickle"
             shutil.copyfile(files[n], cold_files[n])
-            print(f"{label(n)}: {size / 1e6:.1f} MB pickle, made in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            print(
+                f"{size_label(n)}: {size / 1e6:.1f} MB pickle, made in {time.perf_counter() - t0:.1f} s",
+                file=sys.stderr,
+            )
         # The server starts its analysis worker with it; a user opens a snapshot after that.
         warm = root / "warm.pickle"
         warm.write_bytes(dump(make_snapshot(1000, seed=2)))
@@ -268,7 +252,7 @@ def main() -> None:
                     "child_s": child_s,
                     "child_rss": child_rss,
                     "windows": windows,
-                    "label": label(n),
+                    "label": size_label(n),
                 }
             )
 
@@ -284,7 +268,7 @@ def main() -> None:
                         jobs.append(
                             {
                                 "viewer": "gpudojo",
-                                "label": label(n),
+                                "label": size_label(n),
                                 "analysis": kind,
                                 "lab": f"http://127.0.0.1:{port}",
                                 "token": TOKEN,
@@ -295,7 +279,7 @@ def main() -> None:
                     jobs.append(
                         {
                             "viewer": "memory_viz",
-                            "label": label(n),
+                            "label": size_label(n),
                             "page": f"http://127.0.0.1:{aport}/index.html",
                             "file": f"/snap/{files[n].name}",
                         }

@@ -47,30 +47,12 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from server import REPO, TOKEN, free_port, jupyter_server, machine, run_browser
+from server import REPO, TOKEN, api, free_port, jupyter_server, machine, run_browser, size_label
 
 HERE = Path(__file__).resolve().parent
 TESTS = REPO / "tests" / "python"
 SHAPES = ("cpu", "gpu")
 MIB = 1024**2
-
-
-def label(events: int) -> str:
-    return f"{events // 1_000_000}M" if events % 1_000_000 == 0 else f"{events // 1000}k"
-
-
-def api(port: int, path: str, body: dict | None = None) -> tuple[float, dict, int]:
-    """Seconds, decoded answer and body size of one request to gpudojo's API."""
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{port}/gpudojo/api/{path}",
-        data=json.dumps(body).encode() if body is not None else None,
-        method="POST" if body is not None else "GET",
-        headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
-    )
-    t0 = time.perf_counter()
-    with urllib.request.urlopen(req, timeout=1200) as r:
-        raw = r.read()
-    return time.perf_counter() - t0, json.loads(raw), len(raw)
 
 
 def median_of(repeats: int, call) -> tuple[float, dict, int]:
@@ -204,13 +186,13 @@ def make_traces(cache: Path, sizes: list[int]) -> dict[tuple[str, int], Path]:
     made = {}
     for n in sizes:
         t0 = time.perf_counter()
-        cpu, gpu = cache / f"cpu-{label(n)}.json", cache / f"gpu-{label(n)}.json"
+        cpu, gpu = cache / f"cpu-{size_label(n)}.json", cache / f"gpu-{size_label(n)}.json"
         if not cpu.is_file():
             scale_trace(real, cpu.with_suffix(".tmp"), n).replace(cpu)
         if not gpu.is_file():
             make_gpu_standin(gpu.with_suffix(".tmp"), steps=math.ceil(n / per_step)).replace(gpu)
         made[("cpu", n)], made[("gpu", n)] = cpu, gpu
-        print(f"{label(n)}: traces ready in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        print(f"{size_label(n)}: traces ready in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return made
 
 
@@ -262,7 +244,7 @@ def browser(jobs: list[dict], zooms: int, timeout_s: float) -> list[dict]:
 
 def measure_server(port: int, root: Path, key: tuple[str, int], src: Path, args: argparse.Namespace) -> dict:
     shape, n = key
-    name = f"profile-{shape}-{label(n)}.json"
+    name = f"profile-{shape}-{size_label(n)}.json"
     shutil.copyfile(src, root / name)
     trace = urllib.parse.quote(f"file:{name}", safe="")
     first_s, first, _ = api(port, "profile/analyze", {"path": name})
@@ -280,7 +262,7 @@ def measure_server(port: int, root: Path, key: tuple[str, int], src: Path, args:
     child = gpudojo_child(root / name)
     return {
         "shape": shape,
-        "label": label(n),
+        "label": size_label(n),
         "trace_events": count_events(src),
         "complete_events": first["events"],
         "mb": src.stat().st_size / 1e6,
@@ -338,11 +320,11 @@ def main() -> None:
             for shape in shapes:
                 row = measure_server(port, root, (shape, n), traces[(shape, n)], args)
                 server_rows.append(row)
-                print(f"server {shape} {label(n)}: {row['first_s']:.2f} s first analysis", file=sys.stderr)
+                print(f"server {shape} {size_label(n)}: {row['first_s']:.2f} s first analysis", file=sys.stderr)
                 if not args.no_hta:
                     hta = hta_anchor(traces[(shape, n)], args.hta_timeout)
-                    hta_rows.append({"shape": shape, "label": label(n), **hta})
-                    print(f"hta {shape} {label(n)}: {hta['seconds']:.1f} s, code {hta['code']}", file=sys.stderr)
+                    hta_rows.append({"shape": shape, "label": size_label(n), **hta})
+                    print(f"hta {shape} {size_label(n)}: {hta['seconds']:.1f} s, code {hta['code']}", file=sys.stderr)
 
         if not args.no_browser:
             viewers = args.viewers.split(",")
@@ -352,12 +334,12 @@ def main() -> None:
                 jobs.append({"viewer": "chrome_tracing", "label": "-", "shape": "-"})
             for n in sizes:
                 for shape in shapes:
-                    name = f"profile-{shape}-{label(n)}.json"
+                    name = f"profile-{shape}-{size_label(n)}.json"
                     if "gpudojo" in viewers:
                         jobs.append(
                             {
                                 "viewer": "gpudojo",
-                                "label": label(n),
+                                "label": size_label(n),
                                 "shape": shape,
                                 "lab": f"http://127.0.0.1:{port}",
                                 "token": TOKEN,
@@ -368,7 +350,7 @@ def main() -> None:
                         jobs.append(
                             {
                                 "viewer": "json_floor",
-                                "label": label(n),
+                                "label": size_label(n),
                                 "shape": shape,
                                 "page": f"http://127.0.0.1:{fport}/index.html",
                                 "file": f"/trace/{name}",

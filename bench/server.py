@@ -117,3 +117,22 @@ def run_browser(script: str, config: dict) -> list[dict]:
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"{script} failed ({done.returncode})")
     return json.loads(lines[-1])
+
+
+def size_label(n: int) -> str:
+    """100000 -> '100k', 1000000 -> '1M'."""
+    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k"
+
+
+def api(port: int, path: str, body: dict | None = None, timeout_s: float = 1200) -> tuple[float, dict, int]:
+    """Seconds, decoded answer and body size of one request to gpudojo's API (POST with a body)."""
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/gpudojo/api/{path}",
+        data=json.dumps(body).encode() if body is not None else None,
+        method="POST" if body is not None else "GET",
+        headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
+    )
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(req, timeout=timeout_s) as r:
+        raw = r.read()
+    return time.perf_counter() - t0, json.loads(raw), len(raw)
