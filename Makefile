@@ -28,7 +28,7 @@ lab: setup
 	$(BIN)/jupyter lab --no-browser --ServerApp.ip=$(HOST) --ServerApp.port=$(PORT) $(ROOT_FLAG) \
 		$(if $(GPU_REPLAY),--GPUDojo.gpu_replay_file=$(abspath $(GPU_REPLAY)),)
 
-test: setup $(STAMP)/chromium
+test: setup $(STAMP)/chromium $(STAMP)/slurm
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-js
@@ -75,6 +75,18 @@ $(STAMP)/chromium:
 	fi
 	@touch $@
 
+# Debian's Slurm (controller, node daemon, client tools) and munge: the Slurm engine's tests
+# start a one-host cluster of their own (tests/python/slurm_cluster.py), with their own
+# config, key and sockets in a temporary folder; the packages' system services are not used.
+$(STAMP)/slurm:
+	@mkdir -p $(STAMP)
+	@if ! command -v sbatch >/dev/null || ! [ -x /usr/sbin/slurmctld ] || ! [ -x /usr/sbin/munged ]; then \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null; \
+	fi
+	@touch $@
+
 # The API's TypeScript types are generated: openapi.json from the pydantic models, schema.ts
 # from openapi.json (openapi-typescript). `make api-types` regenerates both; lint checks them.
 OPENAPI_JSON := server/gpudojo/api/openapi.json
@@ -98,7 +110,7 @@ test-python: setup
 test-js: setup
 	$(BIN)/jlpm test
 
-test-ui: setup $(STAMP)/chromium
+test-ui: setup $(STAMP)/chromium $(STAMP)/slurm
 	$(BIN)/jlpm playwright test --config tests/ui/playwright.config.ts
 
 # Build the wheel the way `pip install .` does (isolated, prebuilt labextension inside)

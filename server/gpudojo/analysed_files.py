@@ -109,9 +109,14 @@ class AnalysedFiles(Generic[L]):
         found = []
         for path in sorted(folder.iterdir()) if folder.is_dir() else []:
             m = self.kind.name.match(path.name)
-            if m and path.is_file():
+            if m and path.is_file() and self._in_run_folder(path, run_id):
                 found.append((f"run:{run_id}:{path.name}", path, int(m[1])))
         return sorted(found, key=lambda f: (f[2], f[0]))
+
+    def _in_run_folder(self, path: Path, run_id: str) -> bool:
+        """Whether ``path``, symlinks followed, stays in its run's folder: a run's processes
+        run the learner's code, which could leave a symlink to any file there."""
+        return path.resolve().is_relative_to((self.runs_dir / run_id).resolve())
 
     def resolve(self, file_id: str) -> list[Path]:
         """The file(s) behind an id, checked to stay inside their root and within the size cap."""
@@ -126,17 +131,26 @@ class AnalysedFiles(Generic[L]):
                     raise NotFound(f"Run {parts[1]} has no {noun}s")
             elif self.kind.name.match(parts[2]):
                 paths = [self.kind.folder(RunFolder(self.runs_dir / parts[1])) / parts[2]]
+                if not self._in_run_folder(paths[0], parts[1]):
+                    raise Forbidden(f"{parts[2]} of run {parts[1]} leads outside the run's folder", "outside_run")
             else:
                 raise FileRequestError(f"{file_id!r} is not a {noun} id")
         elif file_id.startswith("file:"):
-            path = (self.root_dir / file_id[5:]).resolve()
+            try:
+                path = (self.root_dir / file_id[5:]).resolve()
+            except (OSError, ValueError) as err:  # a NUL byte in the name: no file can have it
+                raise FileRequestError(f"{file_id!r} is not a path a file can have") from err
             if not path.is_relative_to(self.root_dir):
                 raise Forbidden(f"{file_id[5:]} is outside the server's root folder", "outside_root")
             paths = [path]
         else:
             raise FileRequestError(f"{file_id!r} is not a {noun} id (run:... or file:...)")
         for path in paths:
-            if not path.is_file():
+            try:
+                found = path.is_file()
+            except OSError:  # e.g. a name longer than the file system allows: no such file either
+                found = False
+            if not found:
                 raise NotFound(f"No {noun} {file_id!r}")
             size = path.stat().st_size
             if size > self.max_bytes:

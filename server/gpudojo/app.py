@@ -43,6 +43,10 @@ class GPUDojo(ExtensionApp):
         config=True
     )
     run_timeout_s = Float(3600.0, help="A run still going after this many seconds is stopped.").tag(config=True)
+    max_run_log_bytes = Integer(
+        64 * 1024 * 1024,
+        help="Output of one run streamed and kept in its events (bytes); past it, only the rank logs get it.",
+    ).tag(config=True)
     max_body_bytes = Integer(1 << 20, help="Largest request body or websocket message gpudojo accepts (bytes).").tag(
         config=True
     )
@@ -55,6 +59,10 @@ class GPUDojo(ExtensionApp):
     kernel_max_source_bytes = Integer(64 * 1024, help="Largest kernel source gpudojo compiles (bytes).").tag(
         config=True
     )
+    kernel_compile_max_rss_bytes = Integer(
+        2 * 1024**3,
+        help="The compile worker is stopped (413) when a compile makes it hold more memory than this (bytes).",
+    ).tag(config=True)
     simulator_max_threads = Integer(
         4096, help="Most threads (grid x block) one launch may have in numba's CUDA simulator."
     ).tag(config=True)
@@ -86,6 +94,7 @@ class GPUDojo(ExtensionApp):
                 max_body_bytes=self.max_body_bytes,
                 max_concurrent_runs=self.max_concurrent_runs,
                 run_timeout_s=self.run_timeout_s,
+                max_run_log_bytes=self.max_run_log_bytes,
                 data_dir=self.data_dir,
                 root_dir=self.serverapp.root_dir,
                 content_dir=self.content_dir,
@@ -93,6 +102,7 @@ class GPUDojo(ExtensionApp):
                 kernel_compile_timeout_s=self.kernel_compile_timeout_s,
                 kernel_run_timeout_s=self.kernel_run_timeout_s,
                 kernel_max_source_bytes=self.kernel_max_source_bytes,
+                kernel_compile_max_rss_bytes=self.kernel_compile_max_rss_bytes,
                 simulator_max_threads=self.simulator_max_threads,
                 memory_warm_worker=self.memory_warm_worker,
                 max_concurrent_checks=self.max_concurrent_checks,

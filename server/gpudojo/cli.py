@@ -7,6 +7,7 @@ import getpass
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from . import __version__
 from .gpu.models import DevicesResponse
@@ -243,6 +244,93 @@ def _report_run(run) -> None:
         print(f"  [{mark}] {check.title}" + (f" ({check.detail})" if check.detail else ""))
 
 
+ENGINE_OPTIONS = {
+    # CLI flag -> the where field it sets, per engine (argparse leaves unset flags None).
+    "torchrun-nodes": {
+        "nodes": "nnodes",
+        "min_nodes": "min_nodes",
+        "host": "host",
+        "max_restarts": "max_restarts",
+        "join_timeout": "join_timeout_s",
+    },
+    "slurm": {
+        "nodes": "nodes",
+        "gpus_per_node": "gpus_per_node",
+        "time_limit": "time_limit_min",
+        "partition": "partition",
+        "account": "account",
+    },
+    "kubernetes": {
+        "nodes": "nodes",
+        "gpus_per_node": "gpus_per_node",
+        "flavor": "flavor",
+        "namespace": "namespace",
+        "image": "image",
+        "max_restarts": "max_restarts",
+    },
+}
+
+
+def _where(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """The run's `where` from --engine and its options; ValueError naming a flag that does not
+    apply to the engine, or a bad value."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from .runs.models import Where
+
+    engine = args.engine or "local"
+    options = ENGINE_OPTIONS.get(engine, {})
+    given = {flag: getattr(args, flag) for flag in {f for o in ENGINE_OPTIONS.values() for f in o}}
+    stray = [
+        f"--{flag.replace('_', '-')}" for flag, value in given.items() if value is not None and flag not in options
+    ]
+    if stray:
+        raise ValueError(f"{', '.join(stray)} does not apply to --engine {engine}")
+    doc = {"engine": engine, **{options[f]: v for f, v in given.items() if v is not None}}
+    try:
+        return TypeAdapter(Where).validate_python(doc)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        raise ValueError(f"{'.'.join(str(p) for p in first['loc'][1:])}: {first['msg']}") from None
+
+
+def _lab_params(args: argparse.Namespace) -> dict:
+    params = {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--set {item!r}: expected NAME=VALUE")
+        params[name] = _parse_value(value)
+    return params
+
+
+def _manifest(args: argparse.Namespace, svc) -> int:  # type: ignore[no-untyped-def]
+    """Print (or write into --output-dir) what the engine would submit, without running it."""
+    from .errors import ServiceError
+    from .runs.models import LabRunRequest
+
+    try:
+        req = LabRunRequest(lab=args.lab, params=_lab_params(args), where=_where(args))
+        files = svc.preview(req)
+    except (ValueError, ServiceError) as err:
+        print(f"gpudojo lab manifest: {err}", file=sys.stderr)
+        return 2
+    if args.output_dir:
+        out = Path(args.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        for f in files:
+            (out / f.name).write_text(f.content, encoding="utf-8")
+            print(out / f.name)
+        return 0
+    yaml_docs = [f for f in files if f.name.endswith((".yaml", ".yml"))]
+    for i, f in enumerate(yaml_docs or files):
+        if yaml_docs:
+            sys.stdout.write(("---\n" if i else "") + f.content)
+        else:
+            sys.stdout.write(f"# ===== {f.name}: {f.title}\n{f.content}")
+    return 0
+
+
 def _lab(args: argparse.Namespace) -> int:
     from .errors import ServiceError
     from .runs.models import LabRunRequest, SweepSpec
@@ -260,26 +348,29 @@ def _lab(args: argparse.Namespace) -> int:
             for problem in listing.problems:
                 print(f"problem: {problem.lab}: {problem.message}", file=sys.stderr)
             return 0
-        params = {}
-        for item in args.set:
-            name, sep, value = item.partition("=")
-            if not sep:
-                print(f"gpudojo lab run: --set {item!r}: expected NAME=VALUE", file=sys.stderr)
-                return 2
-            params[name] = _parse_value(value)
+        if args.lab_command == "manifest":
+            return _manifest(args, svc)
+        try:
+            params = _lab_params(args)
+            where = _where(args)
+        except ValueError as err:
+            print(f"gpudojo lab run: {err}", file=sys.stderr)
+            return 2
         sweep = None
         if args.sweep:
             name, _, values = args.sweep.partition("=")
             sweep = SweepSpec(param=name, values=[_parse_value(v) for v in values.split(",") if v])
         try:
             runs = svc.submit(
-                LabRunRequest(lab=args.lab, params=params, sweep=sweep),
+                LabRunRequest(lab=args.lab, params=params, sweep=sweep, where=where),
                 user=getpass.getuser(),
                 gpus=services.gpu_count_now(),
             )
         except ServiceError as err:
             print(f"gpudojo lab run: {err}", file=sys.stderr)
             return 2
+        for run in runs:
+            _print_engine_start(svc, run)
         try:
             for run in runs:
                 if args.follow:
@@ -450,6 +541,44 @@ def _add_profile_parsers(sub: argparse._SubParsersAction) -> None:
     df.set_defaults(func=_profile)
 
 
+def _print_engine_start(svc, run) -> None:  # type: ignore[no-untyped-def]
+    """What a learner must do or know once a run beyond this machine is submitted."""
+    if run.engine == "local":
+        return
+    print(f"{run.id}: {run.mode_note}", file=sys.stderr)
+    for artifact in run.artifacts:
+        if artifact.name == "join-command.txt":
+            sys.stderr.write(svc.artifact(run.id, artifact.name).content or "")
+    names = ", ".join(a.name for a in run.artifacts)
+    print(f"generated files: {svc.folder(run.id).artifacts_dir} ({names})", file=sys.stderr)
+
+
+def _add_engine_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=["local", "torchrun-nodes", "slurm", "kubernetes"], help="where to run it")
+    p.add_argument("--nodes", type=int, help="nodes (torchrun-nodes: the most, when elastic)")
+    p.add_argument("--min-nodes", type=int, help="torchrun-nodes, elastic: start with at least this many")
+    p.add_argument("--host", help="torchrun-nodes: this machine's address as the other nodes reach it")
+    p.add_argument("--max-restarts", type=int, help="torchrun-nodes, kubernetes: restarts after a failure")
+    p.add_argument("--join-timeout", type=int, help="torchrun-nodes: seconds the rendezvous waits for the nodes")
+    p.add_argument("--gpus-per-node", type=int, help="slurm, kubernetes: GPUs each node asks for (0: CPUs, gloo)")
+    p.add_argument("--time-limit", type=int, help="slurm: minutes (#SBATCH --time)")
+    p.add_argument("--partition", help="slurm: partition")
+    p.add_argument("--account", help="slurm: account")
+    p.add_argument("--flavor", choices=["trainjob", "pytorchjob", "job"], help="kubernetes: the job's kind")
+    p.add_argument("--namespace", help="kubernetes: namespace")
+    p.add_argument("--image", help="kubernetes: container image with torch")
+
+
+def _node(args: argparse.Namespace) -> int:
+    from .runs.node_join import JoinError, join
+
+    try:
+        return join(args.address, args.token, local_addr=args.local_addr)
+    except JoinError as err:
+        print(f"gpudojo node join: {err}", file=sys.stderr)
+        return 2
+
+
 def _add_run_parsers(sub: argparse._SubParsersAction) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", help="gpudojo's data dir (default: <jupyter data dir>/gpudojo, the server's)")
@@ -463,7 +592,27 @@ def _add_run_parsers(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a parameter value")
     run.add_argument("--sweep", metavar="NAME=V1,V2,...", help="one run per value, e.g. nproc=1,2,4")
     run.add_argument("--follow", action="store_true", help="print every rank's log lines as they come")
+    _add_engine_options(run)
     run.set_defaults(func=_lab)
+    man = lsub.add_parser(
+        "manifest",
+        parents=[common],
+        help="Print what an engine would submit for a lab (Kubernetes YAML, a Slurm batch script, commands).",
+    )
+    man.add_argument("lab", help="lab id, e.g. lab-03-ddp")
+    man.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a parameter value")
+    man.add_argument("--output-dir", help="write the files here instead of printing them")
+    _add_engine_options(man)
+    man.set_defaults(func=_lab)
+    node = sub.add_parser("node", help="Be one node of a torchrun-nodes run another machine's gpudojo started.")
+    nsub = node.add_subparsers(dest="node_command", required=True)
+    nj = nsub.add_parser("join", help="Join the run: the command its run view gives, with the host and token.")
+    nj.add_argument("address", help="HOST:PORT of the run's relay")
+    nj.add_argument("--token", required=True, help="the run's token (in the join command)")
+    nj.add_argument(
+        "--local-addr", help="this node's address as the others reach it (default: the one facing the host)"
+    )
+    nj.set_defaults(func=_node)
     runs = sub.add_parser("runs", help="Runs of labs and scripts (the server's too): list, show, cancel.")
     rsub = runs.add_subparsers(dest="runs_command")
     rl = rsub.add_parser("list", parents=[common], help="Newest first.")

@@ -15,6 +15,9 @@ A run's folder, ``<data dir>/runs/<run id>/``::
     memory/rankN.cpu.json  a CPU memory timeline from the profiler (labkit.memory_capture)
     profile/rankN.trace.json  a Chrome trace from torch.profiler (labkit.profile), one per rank
     cancel-requested       left by `gpudojo runs cancel` for a run another process supervises
+    artifacts/             what an engine generated for the run: commands, a batch script, manifests
+    engine.json            an engine's view of the job (job id and state, nodes, rendezvous, root
+                           cause), rewritten whole (write + rename) by the process that follows it
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ RECORD_MEMORY_ENV = "GPUDOJO_RECORD_MEMORY"
 # "1" when the learner ticked "record profile": labkit.profile() records then.
 RECORD_PROFILE_ENV = "GPUDOJO_RECORD_PROFILE"
 
+# labkit prints a metric line to stdout, after this word, when no run folder is set (a node or
+# pod of a job on another machine): whoever follows the job's output writes it to metrics/.
+METRIC_LINE_PREFIX = "gpudojo-metric"
+
 EVENTS_FILE = "events.jsonl"
 LAUNCHER_LOG = "launcher.log"
 TORCHRUN_DIR = "torchrun"
@@ -39,6 +46,8 @@ METRICS_DIR = "metrics"
 MEMORY_DIR = "memory"
 PROFILE_DIR = "profile"
 CANCEL_FILE = "cancel-requested"
+ARTIFACTS_DIR = "artifacts"
+ENGINE_STATE_FILE = "engine.json"
 # Where labkit.memory_capture() writes when no run service started the script.
 HAND_RUN_MEMORY_DIR = "gpudojo-memory"
 # Where labkit.profile() writes when no run service started the script.
@@ -104,6 +113,14 @@ class RunFolder:
     @property
     def cancel_file(self) -> Path:
         return self.path / CANCEL_FILE
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.path / ARTIFACTS_DIR
+
+    @property
+    def engine_state(self) -> Path:
+        return self.path / ENGINE_STATE_FILE
 
     def metrics_file(self, rank: int) -> Path:
         return self.metrics_dir / metrics_name(rank)

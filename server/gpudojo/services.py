@@ -52,6 +52,7 @@ class Settings:
     max_body_bytes: int = 1 << 20
     max_concurrent_runs: int = 2
     run_timeout_s: float = 3600.0
+    max_run_log_bytes: int = 64 * 1024 * 1024
     devices_max_age_s: float = 0.25
     data_dir: str = ""
     root_dir: str = "."
@@ -60,6 +61,7 @@ class Settings:
     kernel_compile_timeout_s: float = 20.0
     kernel_run_timeout_s: float = 60.0
     kernel_max_source_bytes: int = 64 * 1024
+    kernel_compile_max_rss_bytes: int = 2 * 1024**3
     simulator_max_threads: int = 4096
     memory_warm_worker: bool = True
     max_concurrent_checks: int = 2
@@ -165,6 +167,7 @@ class Services:
             run_timeout_s=s.kernel_run_timeout_s,
             max_source_bytes=s.kernel_max_source_bytes,
             simulator_max_threads=s.simulator_max_threads,
+            compile_max_rss_bytes=s.kernel_compile_max_rss_bytes,
         )
         return KernelService(s.data_path / "kernel-cache", limits)
 
@@ -180,6 +183,7 @@ class Services:
             Path(s.root_dir),
             max_concurrent=s.max_concurrent_runs,
             run_timeout_s=s.run_timeout_s,
+            max_log_bytes=s.max_run_log_bytes,
             on_finish=self._run_finished,
         )
 

@@ -52,6 +52,14 @@ export function makeRun(overrides: Partial<Run> = {}): Run {
     group: null,
     group_param: null,
     user: '',
+    engine: 'local',
+    where: {},
+    nnodes: 1,
+    job_id: null,
+    job_state: null,
+    nodes: [],
+    rendezvous: null,
+    artifacts: [],
     ...overrides
   };
 }

@@ -155,7 +155,8 @@ async def test_errors_are_json_without_traceback(jp_fetch):
 
 def _concrete(pattern: str) -> str:
     path = openapi_path(pattern).replace("{lesson_id}", "gpu-intro").replace("{exercise_id}", "cuda-kernel")
-    return path.replace("{run_id}", "20261202-120000-abcdef").replace("{group}", "sweep-0123456789")
+    path = path.replace("{run_id}", "20261202-120000-abcdef").replace("{group}", "sweep-0123456789")
+    return path.replace("{name}", "job.sbatch")
 
 
 REST_CALLS = [

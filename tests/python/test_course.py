@@ -289,3 +289,20 @@ def test_an_edited_lesson_is_served_fresh(tmp_path):
     path.write_text(LESSON.format(id="a", title="A, revised", order=1).replace("1 + 1", "2 + 2"))
     assert catalog.data().lessons[0].meta.title == "A, revised"
     assert next(c for c in lesson_cells(path) if c.type == "code").source == "print(2 + 2)"
+
+
+def test_a_locked_progress_database_is_never_moved_aside(tmp_path):
+    """Locked is not damaged: the progress of every user stays where it is."""
+    import sqlite3
+
+    db = tmp_path / "gpudojo.sqlite3"
+    ProgressStore(db).close()
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(sqlite3.OperationalError):
+            ProgressStore(db, timeout_s=0.2)
+    finally:
+        holder.close()
+    assert not list(tmp_path.glob("*.corrupt-*"))

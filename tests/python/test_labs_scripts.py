@@ -21,7 +21,7 @@ from gpudojo.paths import material_root
 from gpudojo.runs.models import LabManifest
 
 LABS_ROOT = material_root("labs")
-NEW_LABS = ("lab-02-pytorch-gpu", "lab-03-ddp", "lab-05-mixed-precision")
+NEW_LABS = ("lab-02-pytorch-gpu", "lab-03-ddp", "lab-04-k8s", "lab-05-mixed-precision")
 ON_GPU = torch.cuda.is_available()
 
 
@@ -130,6 +130,7 @@ def test_course_catalog_loads_every_lab_without_problems():
     assert {lab: labs[lab].order for lab in NEW_LABS} == {
         "lab-02-pytorch-gpu": 2,
         "lab-03-ddp": 3,
+        "lab-04-k8s": 4,
         "lab-05-mixed-precision": 5,
     }
     assert all(labs[lab].cpu_path for lab in NEW_LABS)

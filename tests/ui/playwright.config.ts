@@ -11,15 +11,18 @@ function port(name: string, fallback: number): number {
 }
 
 /**
- * One JupyterLab per scenario: a replayed 2-GPU node, and this machine as it is.
- * GPUDOJO_UI_PORT_REPLAY and GPUDOJO_UI_PORT_LIVE move them off 18891 and 18892.
+ * One JupyterLab per scenario: a replayed 2-GPU node, this machine as it is, and this
+ * machine beside a one-host Slurm cluster of its own (start-lab-slurm.sh: the engines' specs).
+ * GPUDOJO_UI_PORT_REPLAY, GPUDOJO_UI_PORT_LIVE and GPUDOJO_UI_PORT_SLURM move them off
+ * 18891, 18892 and 18993.
  */
 const servers = {
   replay: {
     port: port('GPUDOJO_UI_PORT_REPLAY', 18891),
     args: `--GPUDojo.gpu_replay_file=${repo}/tests/data/gpu/2gpu-h100-nvlink.jsonl`
   },
-  live: { port: port('GPUDOJO_UI_PORT_LIVE', 18892), args: '' }
+  live: { port: port('GPUDOJO_UI_PORT_LIVE', 18892), args: '' },
+  slurm: { port: port('GPUDOJO_UI_PORT_SLURM', 18993), args: '', script: 'start-lab-slurm.sh' }
 };
 
 export default defineConfig({
@@ -60,10 +63,17 @@ export default defineConfig({
       name: 'no-gpu',
       testMatch: /(gpu-none|course|exercise|profile)\.spec\.ts/,
       use: { baseURL: `http://127.0.0.1:${servers.live.port}` }
+    },
+    {
+      name: 'engines',
+      testMatch: /(slurm|nodes)\.spec\.ts/,
+      use: { baseURL: `http://127.0.0.1:${servers.slurm.port}` }
     }
   ],
   webServer: Object.values(servers).map(s => ({
-    command: `bash tests/ui/start-lab.sh ${s.port} ${s.args}`,
+    command: `bash tests/ui/${'script' in s ? s.script : 'start-lab.sh'} ${s.port} ${s.args}`,
+    // The Slurm server's wrapper stops its cluster on SIGTERM; the others are SIGKILLed as before.
+    ...('script' in s ? { gracefulShutdown: { signal: 'SIGTERM' as const, timeout: 20_000 } } : {}),
     cwd: repo,
     url: `http://127.0.0.1:${s.port}/api/status?token=${TOKEN}`,
     timeout: 120_000,

@@ -11,6 +11,7 @@ import { RunStream, RunStreamOptions } from './runStream';
 import { TelemetryStream, TelemetryStreamOptions } from './telemetry';
 import type {
   Acceptance,
+  Artifact,
   CheckAttempt,
   ExerciseDoc,
   ExerciseStart,
@@ -23,6 +24,7 @@ import type {
   CompileResult,
   CourseKind,
   DevicesResponse,
+  EngineList,
   Estimate,
   EventDetail,
   EstimateRequest,
@@ -236,6 +238,20 @@ export class GpudojoClient {
   /** POST runs/{id}/cancel: stop every process of the run; answers once it has ended. */
   cancelRun(id: string): Promise<Run> {
     return this._post<Run>(`runs/${encodeURIComponent(id)}/cancel`, {});
+  }
+
+  /** GET runs/engines: where runs can run from this machine (this machine, nodes, Slurm, Kubernetes) and why not. */
+  getEngines(): Promise<EngineList> {
+    return requestAPI<EngineList>('runs/engines', { method: 'GET' }, this.serverSettings);
+  }
+
+  /** GET runs/{id}/artifacts/{name}: one file an engine generated for a run, with its text. */
+  getArtifact(id: string, name: string): Promise<Artifact> {
+    return requestAPI<Artifact>(
+      `runs/${encodeURIComponent(id)}/artifacts/${encodeURIComponent(name)}`,
+      { method: 'GET' },
+      this.serverSettings
+    );
   }
 
   /** GET runs/sweeps/{group}: the runs of one sweep, oldest first. */

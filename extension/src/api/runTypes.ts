@@ -27,6 +27,27 @@ export type Run = S['Run'];
 export type RunList = S['RunList'];
 export type Sweep = S['Sweep'];
 
+/* Where a run runs: engines beyond this machine (server/gpudojo/runs/models.py). */
+export type LocalWhere = S['LocalWhere'];
+/** torchrun on several machines, joined by a c10d rendezvous hosted by this one. */
+export type NodesWhere = S['NodesWhere'];
+/** A Slurm batch job (sbatch). */
+export type SlurmWhere = S['SlurmWhere'];
+/** A Kubernetes job: a TrainJob, a PyTorchJob or a plain indexed Job. */
+export type KubernetesWhere = S['KubernetesWhere'];
+export type Where = LocalWhere | NodesWhere | SlurmWhere | KubernetesWhere;
+export type EngineName = Run['engine'];
+export type EngineInfo = S['EngineInfo'];
+/** GET runs/engines: every engine, whether it can run from this machine and why not. */
+export type EngineList = S['EngineList'];
+/** One node (machine, Slurm node or pod) of a run, with the global ranks it runs. */
+export type NodeStatus = S['NodeStatus'];
+export type NodeState = NodeStatus['state'];
+export type Rendezvous = S['Rendezvous'];
+/** A file an engine generated for a run (content only from GET runs/{id}/artifacts/{name}). */
+export type Artifact = S['Artifact'];
+export type ArtifactList = S['ArtifactList'];
+
 export type RunStatus = Run['status'];
 export type RunLauncher = Run['launcher'];
 export type LabNeeds = LabSummary['needs'];

@@ -82,6 +82,21 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
                 /** @description Not authenticated or not authorized */
                 403: {
                     headers: {
@@ -305,6 +320,21 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -392,6 +422,21 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -462,6 +507,36 @@ export interface paths {
                         };
                     };
                 };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -498,6 +573,21 @@ export interface paths {
                 };
                 /** @description Not authenticated or not authorized */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -567,6 +657,36 @@ export interface paths {
                         };
                     };
                 };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -603,6 +723,21 @@ export interface paths {
                 };
                 /** @description Not authenticated or not authorized */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -773,6 +908,21 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -803,7 +953,7 @@ export interface paths {
             requestBody?: never;
             responses: {
                 /** @description OK */
-                200: {
+                202: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -828,6 +978,51 @@ export interface paths {
                 };
                 /** @description No such item */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Refused in the current state (e.g. as many running as allowed) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Not available on this server now */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -910,7 +1105,10 @@ export interface paths {
         /** Kernel launches the labs offer to the playground (?lab=ID for one lab) */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description Only this lab's launches */
+                    lab?: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -1013,6 +1211,66 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description A child process this request needs failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Not available on this server now */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Timed out */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -1070,6 +1328,21 @@ export interface paths {
                 };
                 /** @description Not authenticated or not authorized */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1153,6 +1426,66 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description A child process this request needs failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Not available on this server now */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Timed out */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -1212,14 +1545,14 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/gpudojo/api/runs": {
+    "/gpudojo/api/runs/engines": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** Runs, newest first (?lab=, ?status=, ?group=, ?limit=) */
+        /** Where runs can run from this machine (engines), and why not the others */
         get: {
             parameters: {
                 query?: never;
@@ -1235,7 +1568,82 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        "application/json": components["schemas"]["EngineList"];
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gpudojo/api/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Runs, newest first (?lab=, ?status=, ?group=, ?limit=) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Only this lab's runs */
+                    lab?: string;
+                    /** @description Only runs in this status */
+                    status?: string;
+                    /** @description Only this sweep's runs */
+                    group?: string;
+                    /** @description At most this many (clamped to 1..1000; default 100) */
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
                         "application/json": components["schemas"]["RunList"];
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
                     };
                 };
                 /** @description Not authenticated or not authorized */
@@ -1271,7 +1679,7 @@ export interface paths {
             };
             responses: {
                 /** @description OK */
-                200: {
+                201: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1296,6 +1704,51 @@ export interface paths {
                 };
                 /** @description Not authenticated or not authorized */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Not available on this server now */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1521,6 +1974,143 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/gpudojo/api/runs/{run_id}/artifacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What an engine generated for a run: commands, batch script, manifests */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    run_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ArtifactList"];
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gpudojo/api/runs/{run_id}/artifacts/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One generated file of a run, with its text */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    run_id: string;
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Artifact"];
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/gpudojo/api/runs/{run_id}/stream": {
         parameters: {
             query?: never;
@@ -1546,6 +2136,21 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
                 };
                 /** @description Not authenticated or not authorized */
                 403: {
@@ -1597,7 +2202,10 @@ export interface paths {
         /** A run's memory captures (?run=ID) */
         get: {
             parameters: {
-                query?: never;
+                query: {
+                    /** @description The run whose captures to list */
+                    run: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -1611,6 +2219,21 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["CaptureList"];
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
                     };
                 };
                 /** @description Not authenticated or not authorized */
@@ -1648,7 +2271,10 @@ export interface paths {
         /** A capture's analysis (?capture=ID): peak breakdown, OOMs, frames; analysed once, then cached */
         get: {
             parameters: {
-                query?: never;
+                query: {
+                    /** @description The capture: run:<run id>:<file name> or file:<path under the server's root> */
+                    capture: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -1664,8 +2290,83 @@ export interface paths {
                         "application/json": components["schemas"]["Analysis"];
                     };
                 };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
                 /** @description Not authenticated or not authorized */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description A child process this request needs failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Timed out */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1751,6 +2452,66 @@ export interface paths {
                         };
                     };
                 };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description A child process this request needs failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Timed out */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -1769,7 +2530,10 @@ export interface paths {
         /** How far a capture's first analysis is (?capture=ID): phase and share of the file read */
         get: {
             parameters: {
-                query?: never;
+                query: {
+                    /** @description The capture: run:<run id>:<file name> or file:<path under the server's root> */
+                    capture: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -1785,8 +2549,53 @@ export interface paths {
                         "application/json": components["schemas"]["AnalysisProgress"];
                     };
                 };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
                 /** @description Not authenticated or not authorized */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1820,7 +2629,18 @@ export interface paths {
         /** Timeline for a viewport (?capture=&t0=&t1=&px=&top=): samples by category, top bands, the rest */
         get: {
             parameters: {
-                query?: never;
+                query: {
+                    /** @description The capture: run:<run id>:<file name> or file:<path under the server's root> */
+                    capture: string;
+                    /** @description Start of the window, in the capture's microseconds (default: its start) */
+                    t0?: number;
+                    /** @description End of the window, in the capture's microseconds, after t0 (default: its end) */
+                    t1?: number;
+                    /** @description Samples across the window (clamped to 2..4000; default 800) */
+                    px?: number;
+                    /** @description Largest allocations drawn as bands (clamped to 0..5000; default 500) */
+                    top?: number;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -1836,8 +2656,83 @@ export interface paths {
                         "application/json": components["schemas"]["Window"];
                     };
                 };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
                 /** @description Not authenticated or not authorized */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description A child process this request needs failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Timed out */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1871,7 +2766,12 @@ export interface paths {
         /** Two captures' peaks compared (?a=ID&b=ID) */
         get: {
             parameters: {
-                query?: never;
+                query: {
+                    /** @description The capture: run:<run id>:<file name> or file:<path under the server's root> */
+                    a: string;
+                    /** @description The capture: run:<run id>:<file name> or file:<path under the server's root> */
+                    b: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -1887,8 +2787,83 @@ export interface paths {
                         "application/json": components["schemas"]["Diff"];
                     };
                 };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
                 /** @description Not authenticated or not authorized */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description A child process this request needs failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Timed out */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1922,15 +2897,72 @@ export interface paths {
         /** The capture file itself (?capture=ID), e.g. for pytorch.org/memory_viz */
         get: {
             parameters: {
-                query?: never;
+                query: {
+                    /** @description The capture: run:<run id>:<file name> or file:<path under the server's root> */
+                    capture: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": string;
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
                 /** @description Not authenticated or not authorized */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2016,6 +3048,21 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -2034,7 +3081,10 @@ export interface paths {
         /** A run's profile traces (?run=ID): one per rank, and all ranks */
         get: {
             parameters: {
-                query?: never;
+                query: {
+                    /** @description The run whose traces to list */
+                    run: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -2048,6 +3098,21 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["TraceList"];
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
                     };
                 };
                 /** @description Not authenticated or not authorized */
@@ -2085,7 +3150,10 @@ export interface paths {
         /** A trace's analysis (?trace=ID): steps and their breakdown, top operators, kernels, syncs, findings, lanes; analysed once in a child process, then cached */
         get: {
             parameters: {
-                query?: never;
+                query: {
+                    /** @description The trace: run:<run id>:<file name> or file:<path under the server's root> */
+                    trace: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -2101,8 +3169,83 @@ export interface paths {
                         "application/json": components["schemas"]["ProfileSummary"];
                     };
                 };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
                 /** @description Not authenticated or not authorized */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description A child process this request needs failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Timed out */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2188,6 +3331,66 @@ export interface paths {
                         };
                     };
                 };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description A child process this request needs failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Timed out */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -2206,7 +3409,10 @@ export interface paths {
         /** How far a trace's first analysis is (?trace=ID) */
         get: {
             parameters: {
-                query?: never;
+                query: {
+                    /** @description The trace: run:<run id>:<file name> or file:<path under the server's root> */
+                    trace: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -2222,8 +3428,53 @@ export interface paths {
                         "application/json": components["schemas"]["ProfileProgress"];
                     };
                 };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
                 /** @description Not authenticated or not authorized */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2257,7 +3508,16 @@ export interface paths {
         /** The timeline for a viewport (?trace=&t0=&t1=&px=): spans per lane, those under a pixel merged */
         get: {
             parameters: {
-                query?: never;
+                query: {
+                    /** @description The trace: run:<run id>:<file name> or file:<path under the server's root> */
+                    trace: string;
+                    /** @description Start of the window, in the trace's microseconds (default: its start) */
+                    t0?: number;
+                    /** @description End of the window, in the trace's microseconds, after t0 (default: its end) */
+                    t1?: number;
+                    /** @description Pixels across the window (clamped; default 1000) */
+                    px?: number;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -2273,8 +3533,83 @@ export interface paths {
                         "application/json": components["schemas"]["ProfileWindow"];
                     };
                 };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
                 /** @description Not authenticated or not authorized */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description A child process this request needs failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Timed out */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2308,7 +3643,12 @@ export interface paths {
         /** One span's details for the hover (?trace=&ref=): name, duration, shapes, stack, args */
         get: {
             parameters: {
-                query?: never;
+                query: {
+                    /** @description The trace: run:<run id>:<file name> or file:<path under the server's root> */
+                    trace: string;
+                    /** @description The event's index, as the window gave it */
+                    ref: number;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -2324,8 +3664,83 @@ export interface paths {
                         "application/json": components["schemas"]["EventDetail"];
                     };
                 };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
                 /** @description Not authenticated or not authorized */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description A child process this request needs failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Timed out */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2359,7 +3774,12 @@ export interface paths {
         /** Two traces compared (?a=before&b=after): step time, breakdown, operators, findings */
         get: {
             parameters: {
-                query?: never;
+                query: {
+                    /** @description The trace: run:<run id>:<file name> or file:<path under the server's root> */
+                    a: string;
+                    /** @description The trace: run:<run id>:<file name> or file:<path under the server's root> */
+                    b: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -2375,8 +3795,83 @@ export interface paths {
                         "application/json": components["schemas"]["ProfileDiff"];
                     };
                 };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
                 /** @description Not authenticated or not authorized */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description A child process this request needs failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Timed out */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2410,15 +3905,72 @@ export interface paths {
         /** The trace file itself (?trace=ID), for Perfetto UI or TensorBoard */
         get: {
             parameters: {
-                query?: never;
+                query: {
+                    /** @description The trace: run:<run id>:<file name> or file:<path under the server's root> */
+                    trace: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": string;
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
                 /** @description Not authenticated or not authorized */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2459,6 +4011,15 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
                 /** @description Not authenticated or not authorized */
                 403: {
                     headers: {
@@ -2839,6 +4400,32 @@ export interface components {
              * @default false
              */
             output: boolean;
+        };
+        /**
+         * Artifact
+         * @description A file an engine generated for a run: a command, a batch script, manifests.
+         */
+        Artifact: {
+            /** Name */
+            name: string;
+            /** Title */
+            title: string;
+            /**
+             * Media Type
+             * @default text/plain
+             */
+            media_type: string;
+            /**
+             * Content
+             * @description The text (GET runs/{id}/artifacts/{name}); absent in lists
+             * @default null
+             */
+            content: string | null;
+        };
+        /** ArtifactList */
+        ArtifactList: {
+            /** Artifacts */
+            artifacts: components["schemas"]["Artifact"][];
         };
         /** AttemptSummary */
         AttemptSummary: {
@@ -3403,6 +4990,38 @@ export interface components {
             b_bytes: number;
             /** Delta Bytes */
             delta_bytes: number;
+        };
+        /** EngineInfo */
+        EngineInfo: {
+            /**
+             * Name
+             * @enum {string}
+             */
+            name: "local" | "torchrun-nodes" | "slurm" | "kubernetes";
+            /** Title */
+            title: string;
+            /** Available */
+            available: boolean;
+            /**
+             * Reason
+             * @description Why it cannot run here (when not available), or what it found
+             * @default
+             */
+            reason: string;
+            /**
+             * Can Generate
+             * @description Its artifacts (commands, script, manifests) can be made here
+             * @default true
+             */
+            can_generate: boolean;
+        };
+        /**
+         * EngineList
+         * @description GET runs/engines: every engine, whether it can run on this machine and why not.
+         */
+        EngineList: {
+            /** Engines */
+            engines: components["schemas"]["EngineInfo"][];
         };
         /** ErrorInfo */
         ErrorInfo: {
@@ -4097,6 +5716,70 @@ export interface components {
             share: number;
         };
         /**
+         * KubernetesWhere
+         * @description A job on a Kubernetes cluster, in one of three shapes.
+         */
+        KubernetesWhere: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            engine: "kubernetes";
+            /**
+             * Flavor
+             * @description trainjob: Kubeflow Trainer v2 (torch-distributed runtime); pytorchjob: the training operator's v1 PyTorchJob; job: a plain indexed Job with a headless Service (no operator)
+             * @default trainjob
+             * @enum {string}
+             */
+            flavor?: "trainjob" | "pytorchjob" | "job";
+            /**
+             * Nodes
+             * @default 1
+             */
+            nodes?: number;
+            /**
+             * Gpus Per Node
+             * @description nvidia.com/gpu per pod (the NVIDIA device plugin)
+             * @default 0
+             */
+            gpus_per_node?: number;
+            /**
+             * Namespace
+             * @default default
+             */
+            namespace?: string;
+            /**
+             * Image
+             * @description The container image; it must have torch. The lab's code comes in a ConfigMap
+             * @default pytorch/pytorch:2.6.0-cuda12.4-cudnn9-runtime
+             */
+            image?: string;
+            /**
+             * Cpu
+             * @description CPU cores requested per pod
+             * @default 4
+             */
+            cpu?: number;
+            /**
+             * Memory Gi
+             * @description Memory requested per pod, GiB
+             * @default 16
+             */
+            memory_gi?: number;
+            /**
+             * Shm Gi
+             * @description /dev/shm size for the data loader's workers, GiB
+             * @default 2
+             */
+            shm_gi?: number;
+            /**
+             * Max Restarts
+             * @description Restarts (backoffLimit / elasticPolicy.maxRestarts)
+             * @default 0
+             */
+            max_restarts?: number;
+        };
+        /**
          * LabList
          * @description GET runs/labs: the runnable labs with their parameter forms, and manifests that failed.
          */
@@ -4140,6 +5823,11 @@ export interface components {
              * @default false
              */
             record_profile?: boolean;
+            /**
+             * Where
+             * @description The engine: this machine, several nodes, Slurm...
+             */
+            where?: components["schemas"]["LocalWhere"] | components["schemas"]["NodesWhere"] | components["schemas"]["SlurmWhere"] | components["schemas"]["KubernetesWhere"];
         };
         /** LabSummary */
         LabSummary: {
@@ -4330,6 +6018,17 @@ export interface components {
             labs: string[];
             /** Exercises */
             exercises: string[];
+        };
+        /**
+         * LocalWhere
+         * @description This machine: torchrun (or python) under the run service, as before engines existed.
+         */
+        LocalWhere: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            engine: "local";
         };
         /** LogEvent */
         LogEvent: {
@@ -4558,6 +6257,71 @@ export interface components {
              * @description The best attempt reached the pass score
              */
             passed: boolean;
+        };
+        /**
+         * NodeStatus
+         * @description One node (machine, Slurm node or pod) of a run, with the global ranks it runs.
+         */
+        NodeStatus: {
+            /** Name */
+            name: string;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "waiting" | "joined" | "running" | "succeeded" | "failed" | "lost" | "missing";
+            /** Ranks */
+            ranks: number[];
+            /**
+             * Detail
+             * @default
+             */
+            detail: string;
+        };
+        /**
+         * NodesWhere
+         * @description torchrun on several machines, joined by a c10d rendezvous hosted by this one.
+         *
+         *     This machine runs node 0's agent under the run service; every other node runs the join
+         *     command the run gives (``gpudojo node join``), which starts its own torchrun agent and
+         *     relays its ranks' output and metrics back here.
+         */
+        NodesWhere: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            engine: "torchrun-nodes";
+            /**
+             * Nnodes
+             * @description Nodes the job waits for (the maximum when elastic)
+             * @default 2
+             */
+            nnodes?: number;
+            /**
+             * Min Nodes
+             * @description Elastic: start with at least this many nodes (torchrun --nnodes MIN:MAX)
+             * @default null
+             */
+            min_nodes?: number | null;
+            /**
+             * Host
+             * @description This machine's address as the other nodes reach it (rendezvous and relay)
+             * @default 127.0.0.1
+             */
+            host?: string;
+            /**
+             * Max Restarts
+             * @description torchrun --max-restarts: whole-job restarts after a failure
+             * @default 0
+             */
+            max_restarts?: number;
+            /**
+             * Join Timeout S
+             * @description How long the rendezvous waits for the nodes before it gives up
+             * @default 120
+             */
+            join_timeout_s?: number;
         };
         /** NotebookCopy */
         NotebookCopy: {
@@ -5142,6 +6906,27 @@ export interface components {
             /** Title */
             title: string;
         };
+        /** Rendezvous */
+        Rendezvous: {
+            /** Endpoint */
+            endpoint: string;
+            /** Id */
+            id: string;
+            /** Min Nodes */
+            min_nodes: number;
+            /** Max Nodes */
+            max_nodes: number;
+            /** Joined */
+            joined: string[];
+            /** Timeout S */
+            timeout_s: number;
+            /**
+             * State
+             * @default waiting
+             * @enum {string}
+             */
+            state: "waiting" | "complete" | "timed_out" | "closed";
+        };
         /** RequirementResult */
         RequirementResult: {
             /** Id */
@@ -5331,6 +7116,46 @@ export interface components {
              * @default
              */
             user: string;
+            /**
+             * Engine
+             * @default local
+             * @enum {string}
+             */
+            engine: "local" | "torchrun-nodes" | "slurm" | "kubernetes";
+            /**
+             * Where
+             * @description The engine's options as the request gave them
+             */
+            where: {
+                [key: string]: unknown;
+            };
+            /**
+             * Nnodes
+             * @description Nodes (machines, Slurm nodes, pods); nproc is per node
+             * @default 1
+             */
+            nnodes: number;
+            /**
+             * Job Id
+             * @description The engine's own id: Slurm job id, Kubernetes job name
+             * @default null
+             */
+            job_id: string | null;
+            /**
+             * Job State
+             * @description The engine's own state word (e.g. PENDING, RUNNING)
+             * @default null
+             */
+            job_state: string | null;
+            /** Nodes */
+            nodes: components["schemas"]["NodeStatus"][];
+            /** @default null */
+            rendezvous: components["schemas"]["Rendezvous"] | null;
+            /**
+             * Artifacts
+             * @description Generated files, without their text
+             */
+            artifacts: components["schemas"]["Artifact"][];
         };
         /** RunError */
         RunError: {
@@ -5597,6 +7422,49 @@ export interface components {
              * @default false
              */
             record_profile?: boolean;
+            /**
+             * Where
+             * @description The engine: this machine, several nodes, Slurm...
+             */
+            where?: components["schemas"]["LocalWhere"] | components["schemas"]["NodesWhere"] | components["schemas"]["SlurmWhere"] | components["schemas"]["KubernetesWhere"];
+        };
+        /**
+         * SlurmWhere
+         * @description A batch job: sbatch a script generated from the lab, srun starting torchrun per node.
+         */
+        SlurmWhere: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            engine: "slurm";
+            /**
+             * Nodes
+             * @default 1
+             */
+            nodes?: number;
+            /**
+             * Gpus Per Node
+             * @description --gpus-per-node; 0 runs the ranks on CPUs (gloo)
+             * @default 0
+             */
+            gpus_per_node?: number;
+            /**
+             * Time Limit Min
+             * @description #SBATCH --time, in minutes
+             * @default 30
+             */
+            time_limit_min?: number;
+            /**
+             * Partition
+             * @default null
+             */
+            partition?: string | null;
+            /**
+             * Account
+             * @default null
+             */
+            account?: string | null;
         };
         /**
          * SocketError

@@ -78,6 +78,21 @@ export class LogView {
     this.update();
   }
 
+  /**
+   * Label each rank's tab with the node that runs it (a run on several nodes);
+   * an empty map labels none. Returns whether the labels changed.
+   */
+  setRankNodes(names: ReadonlyMap<number, string>): boolean {
+    const key = [...names].map(([rank, node]) => `${rank}=${node}`).join(',');
+    if (key === this._nodesKey) {
+      return false;
+    }
+    this._nodesKey = key;
+    this._rankNodes = new Map(names);
+    this._tabKey = '';
+    return true;
+  }
+
   /** Bring the view up to date with the buffer: tabs, scroll position, visible rows. */
   update(): void {
     this._renderTabs();
@@ -128,6 +143,12 @@ export class LogView {
           }),
           h('span', { className: 'gpudojo-log-count' })
         );
+        const node = tab === ALL_TAB || tab === LAUNCHER_TAB ? undefined : this._rankNodes.get(Number(tab));
+        if (node) {
+          button.setAttribute('data-node', node);
+          button.title = `Rank ${tab} runs on ${node}`;
+          button.insertBefore(h('span', { className: 'gpudojo-log-tab-node', text: node }), button.lastElementChild);
+        }
         button.addEventListener('click', () => this.setTab(tab));
         this._tabBar.appendChild(button);
         this._tabButtons.set(tab, button);
@@ -189,6 +210,8 @@ export class LogView {
   private _buffer: LogBuffer;
   private _tab: LogTab = ALL_TAB;
   private _tabKey = '';
+  private _nodesKey = '';
+  private _rankNodes = new Map<number, string>();
   private _tabButtons = new Map<LogTab, HTMLButtonElement>();
   private _tabBar: HTMLElement;
   private _viewport: HTMLElement;

@@ -114,6 +114,7 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
             lab,
             params,
             sweep,
+            engines: () => client.getEngines().then(list => list.engines),
             start: async (request: LabRunRequest) => {
               const created = await start(request);
               // The run's (or sweep's) view is open now: the form does not stay behind as a second tab.
@@ -220,7 +221,12 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
         }
         // The server takes paths relative to its root; a drive prefix ("RTC:") is the browser's own.
         const path = app.serviceManager.contents.localPath(raw);
-        const request = await askScriptRun(path);
+        // Where the script may go: this machine at least, whatever the server says.
+        const engines = await client.getEngines().then(
+          list => list.engines,
+          () => null
+        );
+        const request = await askScriptRun(path, engines);
         if (!request) {
           return;
         }

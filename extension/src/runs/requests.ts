@@ -1,6 +1,6 @@
 /** Run requests built from what the learner typed or from an earlier run (Re-run). */
 
-import type { LabSummary, Recording, Run, RunRecording, ScriptRunRequest, StartRunRequest } from '../api/types';
+import type { LabSummary, Recording, Run, RunRecording, ScriptRunRequest, StartRunRequest, Where } from '../api/types';
 
 /** Most processes a script may ask for (the server's limit). */
 export const MAX_SCRIPT_NPROC = 64;
@@ -84,14 +84,23 @@ export function recordingFlags(asked: { memory: boolean; profile: boolean }): Ru
   };
 }
 
-/** The request that runs `run` again with the same parameters and recordings (one run, even for a sweep's member). */
+/** The `where` a run was started with, to start it again in the same place (absent for this machine). */
+export function rerunWhere(run: Pick<Run, 'engine' | 'where'>): { where?: Where } {
+  if (!run.engine || run.engine === 'local') {
+    return {};
+  }
+  return { where: { ...run.where, engine: run.engine } as Where };
+}
+
+/** The request that runs `run` again with the same parameters, recordings and engine (one run, even for a sweep's member). */
 export function rerunRequest(run: Run): StartRunRequest {
   const recordings = recordingFlags({ memory: run.record_memory, profile: run.record_profile });
   if (run.kind === 'lab' && run.lab) {
-    return { kind: 'lab', lab: run.lab, params: { ...run.params }, ...recordings };
+    return { kind: 'lab', lab: run.lab, params: { ...run.params }, ...recordings, ...rerunWhere(run) };
   }
   return {
     ...recordings,
+    ...rerunWhere(run),
     kind: 'script',
     path: run.script_path ?? run.title,
     nproc: run.nproc,

@@ -7,7 +7,7 @@
 
 import { Widget } from '@lumino/widgets';
 import { GpudojoApiError } from '../api/errors';
-import type { LabRunRequest, LabSummary, ParamSpec, ParamValue, Run, RunRecording } from '../api/types';
+import type { EngineInfo, LabRunRequest, LabSummary, ParamSpec, ParamValue, Run, RunRecording } from '../api/types';
 import { h } from '../dom';
 import type { SweepPreset } from './commands';
 import {
@@ -21,6 +21,8 @@ import {
   parseSweepValues
 } from './params';
 import { labRecords, recordingFlags } from './requests';
+import { whereErrorsFromDetail } from './where';
+import { WhereChooser, WhereState } from './whereChooser';
 
 export interface RunFormOptions {
   lab: LabSummary;
@@ -34,6 +36,10 @@ export interface RunFormOptions {
   recordProfile?: boolean;
   /** Send the request; resolves with the runs the server created. */
   start: (request: LabRunRequest) => Promise<Run[]>;
+  /** GET runs/engines: where the run may go besides this machine (absent: this machine only). */
+  engines?: () => Promise<EngineInfo[]>;
+  /** The engine and its options to choose at first (e.g. a run to repeat). */
+  where?: WhereState | null;
 }
 
 type FieldInput = HTMLInputElement | HTMLSelectElement;
@@ -66,8 +72,15 @@ export class RunForm extends Widget {
     this._sweep = preset
       ? { enabled: true, param: preset.param, text: preset.values.join(', ') }
       : { enabled: false, param: preferred?.name ?? '', text: '' };
+    this._where = new WhereChooser({ launcher: this.lab.launcher, initial: options.where });
     this._build(sweepable);
     this._refreshSweep();
+    if (options.engines && this.lab.launcher === 'torchrun') {
+      options.engines().then(
+        engines => this._where.setEngines(engines),
+        error => this._where.setEngines(null, (error as Error).message ?? String(error))
+      );
+    }
   }
 
   readonly lab: LabSummary;
@@ -80,13 +93,16 @@ export class RunForm extends Widget {
   /** Check the fields, send the request and show what the server said. */
   async submit(): Promise<Run[] | null> {
     const outcome = buildLabRequest(this.lab, this._raw, this._sweep);
+    const where = this._where.build();
     this._showErrors(outcome.errors);
-    if (!outcome.request) {
+    if (!outcome.request || !where.where) {
       this._setMessage('Fix the fields marked above, then Start again.', 'error');
       return null;
     }
     const request: LabRunRequest & RunRecording = {
       ...outcome.request,
+      // A run on this machine is sent as before engines existed.
+      ...(where.where.engine !== 'local' ? { where: where.where } : {}),
       ...recordingFlags({ memory: this._recordMemory.checked, profile: this._recordProfile?.checked === true })
     };
     this._startButton.disabled = true;
@@ -102,7 +118,9 @@ export class RunForm extends Widget {
       const detail = error instanceof GpudojoApiError ? error.detail : undefined;
       const fieldErrors = errorsFromDetail(detail, this._sweep.enabled ? this._sweep.param : null);
       this._showErrors(fieldErrors);
-      this._setMessage((error as Error).message ?? String(error), 'error');
+      const whereErrors = this._where.showErrors(whereErrorsFromDetail(detail));
+      const unplaced = Object.entries(whereErrors).map(([name, message]) => ` ${name}: ${message}`);
+      this._setMessage(`${(error as Error).message ?? String(error)}${unplaced.join(';')}`, 'error');
       return null;
     } finally {
       this._startButton.disabled = false;
@@ -156,6 +174,7 @@ export class RunForm extends Widget {
       h('h2', { className: 'gpudojo-run-form-title', text: `Run: ${lab.title}` }),
       ...notes,
       fields,
+      this._where.node,
       sweepable.length ? this._sweepFieldset(sweepable) : '',
       recordMemory,
       labRecords(lab, 'profile') ? this._recordProfileToggle() : '',
@@ -309,7 +328,8 @@ export class RunForm extends Widget {
     for (const name of this._errors.keys()) {
       this._setError(name, errors[name] ?? '');
     }
-    const unplaced = Object.entries(errors).filter(([name]) => !this._errors.has(name));
+    // Errors of the sweep and the parameters: those of `where` are the chooser's.
+    const unplaced = Object.entries(errors).filter(([name]) => !this._errors.has(name) && !name.includes('where'));
     if (unplaced.length) {
       this._setMessage(unplaced.map(([name, message]) => `${name}: ${message}`).join('; '), 'error');
     }
@@ -342,4 +362,5 @@ export class RunForm extends Widget {
   private _recordProfile: HTMLInputElement | null = null;
   private _initialRecordProfile: boolean;
   private _message!: HTMLElement;
+  private _where: WhereChooser;
 }

@@ -108,7 +108,9 @@ export class RunHeader {
     this._modeNote.textContent = run.mode_note;
     this._recording.hidden = !run.record_memory;
     this._recordingProfile.hidden = !run.record_profile;
-    const processes = `${run.nproc} process${run.nproc === 1 ? '' : 'es'} (${run.launcher})`;
+    const perNode = `${run.nproc} process${run.nproc === 1 ? '' : 'es'}`;
+    const nodes = run.nnodes > 1 ? `${run.nnodes} nodes × ${perNode} each` : perNode;
+    const processes = `${nodes} (${run.launcher})`;
     const params = paramSummary(run.params);
     this._params.textContent = params ? `${processes} · ${params}` : processes;
     this._group = run.group;

@@ -14,6 +14,8 @@ import type { IMemoryViewer, IProfileViewer, IRunMemorySection, IRunProfileSecti
 import { NextFrame, h } from '../dom';
 import { gpudojoIcon } from '../icons';
 import { runViewId } from './commands';
+import { RunEngineSection } from './engineSection';
+import { rankNodeNames } from './engineStatus';
 import { statusLabel } from './format';
 import type { LabCatalog } from './labCatalog';
 import { LogView } from './logView';
@@ -62,6 +64,13 @@ export class RunView extends Widget {
     this._checks = h('div', { className: 'gpudojo-run-checks-slot' });
     this._charts = new MetricCharts();
     this._logs = new LogView(this.model.logs);
+    this._engine = new RunEngineSection({
+      fetchArtifact: name => this._client.getArtifact(this.runId, name),
+      showRank: rank => {
+        this._logs.setTab(String(rank));
+        this._logs.node.scrollIntoView({ block: 'nearest' });
+      }
+    });
     const checksSection = h(
       'section',
       { className: 'gpudojo-run-section gpudojo-run-checks-section' },
@@ -82,13 +91,16 @@ export class RunView extends Widget {
         'div',
         { className: 'gpudojo-run-top' },
         this._header.node,
+        this._engine.summary,
         this._connection,
         this._error,
         this._rootCause,
         checksSection,
+        this._engine.nodes,
         this._metricsSection,
         this._memory?.node ?? null,
-        this._profile?.node ?? null
+        this._profile?.node ?? null,
+        this._engine.artifacts
       ),
       this._logs.node
     );
@@ -122,6 +134,7 @@ export class RunView extends Widget {
       clearTimeout(this._chartTimer);
     }
     this._stream.dispose();
+    this._engine.dispose();
     this._memory?.dispose();
     this._profile?.dispose();
     this._charts.dispose();
@@ -195,6 +208,10 @@ export class RunView extends Widget {
     this.title.label = `${run.title} · ${statusLabel(run.status)}`;
     this.title.caption = `Run ${run.id}: ${run.title} (${statusLabel(run.status)})`;
     this._header.update(run, Date.now() / 1000);
+    this._engine.update(run);
+    if (this._logs.setRankNodes(rankNodeNames(run.nodes ?? []))) {
+      this._logs.update();
+    }
     this._memory?.update(run);
     this._profile?.update(run);
     const cause = run.root_cause;
@@ -291,6 +308,7 @@ export class RunView extends Widget {
   private _memory: IRunMemorySection | null;
   private _profile: IRunProfileSection | null;
   private _logs: LogView;
+  private _engine: RunEngineSection;
   private _dirty: RunChange = { run: false, logs: false, metrics: false };
   private _frame = new NextFrame(() => this._render());
   private _chartTimer: ReturnType<typeof setTimeout> | null = null;

@@ -2,22 +2,27 @@
 
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
-import type { RunRecording, ScriptRunRequest } from '../api/types';
+import type { EngineInfo, RunRecording, ScriptRunRequest } from '../api/types';
 import { h } from '../dom';
 import { MAX_SCRIPT_NPROC, recordingFlags, scriptRequest } from './requests';
+import { buildWhere } from './where';
+import { WhereChooser, WhereState } from './whereChooser';
 
 interface ScriptFields {
   nproc: string;
   args: string;
   recordMemory: boolean;
   recordProfile: boolean;
+  where: WhereState | null;
 }
 
 /** The dialog's body: two fields and, after a wrong try, what was wrong. */
 class ScriptForm extends Widget implements Dialog.IBodyWidget<ScriptFields> {
-  constructor(path: string, fields: ScriptFields, problem: string) {
+  constructor(path: string, fields: ScriptFields, problem: string, engines: ReadonlyArray<EngineInfo> | null) {
     super();
     this.addClass('gpudojo-script-form');
+    this._where = new WhereChooser({ launcher: 'torchrun', initial: fields.where });
+    this._where.setEngines(engines);
     this._nproc = h('input', {
       className: 'jp-mod-styled',
       attrs: { name: 'nproc', type: 'number', min: '1', max: String(MAX_SCRIPT_NPROC), step: '1' }
@@ -59,6 +64,7 @@ class ScriptForm extends Widget implements Dialog.IBodyWidget<ScriptFields> {
           text: 'labkit.profile() and labkit.profile_step() in the script write one torch.profiler trace per rank.'
         })
       ),
+      this._where.node,
       h('div', { className: 'gpudojo-field-error', attrs: { role: 'alert' }, text: problem })
     );
   }
@@ -68,7 +74,8 @@ class ScriptForm extends Widget implements Dialog.IBodyWidget<ScriptFields> {
       nproc: this._nproc.value,
       args: this._args.value,
       recordMemory: this._recordMemory.checked,
-      recordProfile: this._recordProfile.checked
+      recordProfile: this._recordProfile.checked,
+      where: this._where.state
     };
   }
 
@@ -76,16 +83,23 @@ class ScriptForm extends Widget implements Dialog.IBodyWidget<ScriptFields> {
   private _args: HTMLInputElement;
   private _recordMemory: HTMLInputElement;
   private _recordProfile: HTMLInputElement;
+  private _where: WhereChooser;
 }
 
-/** Ask for processes and arguments until they are valid; null when the learner cancels. */
-export async function askScriptRun(path: string): Promise<(ScriptRunRequest & RunRecording) | null> {
-  let fields: ScriptFields = { nproc: '2', args: '', recordMemory: false, recordProfile: false };
+/**
+ * Ask for processes, arguments and where to run until they are valid; null
+ * when the learner cancels. `engines`: GET runs/engines (null: this machine only).
+ */
+export async function askScriptRun(
+  path: string,
+  engines: ReadonlyArray<EngineInfo> | null = null
+): Promise<(ScriptRunRequest & RunRecording) | null> {
+  let fields: ScriptFields = { nproc: '2', args: '', recordMemory: false, recordProfile: false, where: null };
   let problem = '';
   for (;;) {
     const result = await showDialog<ScriptFields>({
       title: 'Run with torchrun',
-      body: new ScriptForm(path, fields, problem),
+      body: new ScriptForm(path, fields, problem, engines),
       buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Start' })],
       focusNodeSelector: 'input[name=nproc]'
     });
@@ -95,6 +109,15 @@ export async function askScriptRun(path: string): Promise<(ScriptRunRequest & Ru
     fields = result.value;
     try {
       const request = scriptRequest(path, fields.nproc, fields.args);
+      const engine = fields.where?.engine ?? 'local';
+      const where = buildWhere(engine, fields.where?.raw[engine] ?? {});
+      if (!where.where) {
+        const [name, message] = Object.entries(where.errors)[0];
+        throw new Error(`Where: ${name}: ${message}`);
+      }
+      if (where.where.engine !== 'local') {
+        request.where = where.where;
+      }
       return { ...request, ...recordingFlags({ memory: fields.recordMemory, profile: fields.recordProfile }) };
     } catch (error) {
       problem = (error as Error).message;

@@ -9,13 +9,14 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jupyter_core.utils import ensure_async
-from jupyter_server.auth.decorator import ws_authenticated
+from jupyter_server.auth.decorator import authorized, ws_authenticated
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web, websocket
 
 from .. import errors
+from ..runfolder import RUN_ID_PATTERN
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -94,6 +95,13 @@ class GPUDojoHandler(ExtensionHandlerMixin, APIHandler):
         if not allowed:
             raise ApiError(403, "forbidden", f"{what} needs permission to execute code.")
 
+    async def require_contents(self, action: str, what: str) -> None:
+        """403 unless this user may ``action`` (read, write) Jupyter's `contents`: gpudojo routes
+        that read or write workspace files on the user's behalf need what the file browser would."""
+        allowed = await ensure_async(self.authorizer.is_authorized(self, self.current_user, action, "contents"))
+        if not allowed:
+            raise ApiError(403, "forbidden", f"{what} needs permission to {action} files in the workspace.")
+
     def parse_body(self, model: type[M]) -> M:
         """The request body validated as ``model``; a 4xx ApiError saying what is wrong if not."""
         from pydantic import ValidationError
@@ -102,7 +110,9 @@ class GPUDojoHandler(ExtensionHandlerMixin, APIHandler):
         if len(body) > self.services.settings.max_body_bytes:
             raise ApiError(413, "too_large", "The request body is larger than the server accepts.")
         try:
-            return model.model_validate_json(body)
+            # Strict: a JSON value must have the type openapi.json gives (false is not 0, "5" not
+            # 5), so what the document says a route takes is exactly what it accepts.
+            return model.model_validate_json(body, strict=True)
         except ValidationError as err:
             detail = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in err.errors(include_url=False)]
             code = "invalid_json" if any(e["type"] == "json_invalid" for e in err.errors()) else "invalid_request"
@@ -139,6 +149,22 @@ class GPUDojoHandler(ExtensionHandlerMixin, APIHandler):
         self.finish(json.dumps(body))
 
 
+def file_id_query(what: str, run_file: str) -> dict[str, Any]:
+    """openapi.json's words for a file-analysis id (?capture=, ?trace=): a run's file, its name
+    matching the regex ``run_file``, or a file under the server's root."""
+    return {
+        "description": f"The {what}: run:<run id>:<file name> or file:<path under the server's root>",
+        "required": True,
+        "schema": {"type": "string", "pattern": f"^(run:{RUN_ID_PATTERN}:({run_file})|file:.+)$"},
+    }
+
+
+def run_id_query(description: str) -> dict[str, Any]:
+    """openapi.json's words for a required ?run= run id."""
+    schema = {"type": "string", "pattern": f"^{RUN_ID_PATTERN}$"}
+    return {"description": description, "required": True, "schema": schema}
+
+
 class FileQueryHandler(GPUDojoHandler):
     """Routes over analysed files (memory captures, profile traces): the file is named by id in
     the query string (``?capture=run:<run>:<file>``, ``?trace=file:<path>``), so paths never
@@ -146,6 +172,37 @@ class FileQueryHandler(GPUDojoHandler):
 
     async def call(self, fn: Any, *args: Any) -> Any:
         return await self.services.in_runs_thread(fn, *args)
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        await super().prepare()
+        if self.current_user is None:
+            return  # @web.authenticated refuses the request
+        # Every id naming a workspace file (?capture=, ?trace=, ?a=, ?b=) is checked here, once.
+        for values in self.request.query_arguments.values():
+            for raw in values:
+                text = raw.decode(errors="replace")
+                if text.startswith("file:"):
+                    await self.check_workspace_file(text[5:])
+
+    async def check_workspace_file(self, path: str) -> None:
+        """403 unless this user could open ``path`` in Jupyter itself: reading it takes `read` on
+        `contents`, and a hidden file (or one in a hidden folder, symlinks followed) stays hidden
+        unless the contents manager shows hidden files. Paths out of the root are the service's 403."""
+        await self.require_contents("read", "Opening a file of the workspace")
+        if getattr(self.contents_manager, "allow_hidden", False):
+            return
+        from pathlib import Path
+
+        from jupyter_core.paths import is_hidden
+
+        root = Path(self.services.settings.root_dir).resolve()
+        try:
+            target = (root / path).resolve()
+            hidden = target.is_relative_to(root) and is_hidden(target, root)
+        except (OSError, ValueError):
+            return  # not a path a file can have (a NUL, a name too long): the service says so
+        if hidden:
+            raise ApiError(403, "hidden", f"{path} is hidden (or in a hidden folder); gpudojo does not open it.")
 
     def id_arg(self, name: str, what: str) -> str:
         value = self.get_query_argument(name, None)
@@ -167,6 +224,9 @@ class FileQueryHandler(GPUDojoHandler):
 
     async def send_file(self, path: Any) -> None:
         """The file itself, as an attachment, in 1 MiB chunks."""
+        # As Jupyter's own /files/ handler does: a cookie-authenticated download needs this
+        # site's Referer (or the _xsrf token), so another site cannot pull a file in with <script>.
+        self.check_xsrf_cookie()
         self.set_header("Content-Type", "application/octet-stream")
         self.set_header("Content-Disposition", f'attachment; filename="{path.name}"')
         with open(path, "rb") as f:
@@ -194,4 +254,23 @@ class GPUDojoWebSocket(WebSocketMixin, websocket.WebSocketHandler, ExtensionHand
     @ws_authenticated
     async def get(self, *args: Any, **kwargs: Any) -> None:
         await self.pre_get()
+        if self.request.headers.get("Upgrade", "").lower() != "websocket":
+            # tornado's own answer is an HTML 400; the API's errors are all JSON.
+            self.set_status(400)
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps(error_body(400, "not_a_websocket", "Connect with a websocket (Upgrade: websocket)")))
+            return
         await super().get(*args, **kwargs)
+
+
+class UnknownRouteHandler(GPUDojoHandler):
+    """Any path under gpudojo/api/ that no route matches (e.g. a run id of the wrong shape): a
+    JSON 404 like every other refusal of the API, not Jupyter's HTML page. Authenticated first,
+    so an anonymous caller learns nothing about which paths exist."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, *args: Any) -> None:
+        raise ApiError(404, "not_found", "No such API route; the routes are listed in gpudojo/api/openapi.json.")
+
+    post = put = patch = delete = get

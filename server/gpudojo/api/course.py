@@ -65,7 +65,14 @@ class QuizHandler(CourseHandler):
 
 
 class ProgressHandler(CourseHandler):
-    api_doc = {"post": {"summary": "Set an item's status", "request": "ProgressUpdate", "response": "ProgressEntry"}}
+    api_doc = {
+        "post": {
+            "summary": "Set an item's status",
+            "request": "ProgressUpdate",
+            "response": "ProgressEntry",
+            "errors": [404],
+        }
+    }
 
     @web.authenticated
     @authorized
@@ -87,6 +94,7 @@ class NotebookHandler(CourseHandler):
     @web.authenticated
     @authorized
     async def post(self, lesson_id: str) -> None:
+        await self.require_contents("write", "Copying a lesson into the workspace")
         models = _models()
         body = self.parse_body(models.NotebookRequest)
         copy = await self.call(lambda c, u, i: c.open_notebook(u, i, body.overwrite), self.user_name, lesson_id)
@@ -98,11 +106,13 @@ class ModuleTestHandler(CourseHandler):
         "get": {
             "summary": "The module test: questions (no answers), your last and best scores",
             "response": "ModuleTestDoc",
+            "errors": [404],
         },
         "post": {
             "summary": "Grade an attempt at the module test (every choice explained); retakes are kept",
             "request": "QuizAnswers",
             "response": "ModuleTestGraded",
+            "errors": [404],
         },
     }
 
@@ -124,6 +134,7 @@ class AcceptanceHandler(CourseHandler):
         "get": {
             "summary": "What you can do at the end: the acceptance list, ticked from your progress",
             "response": "Acceptance",
+            "errors": [404],
         }
     }
 

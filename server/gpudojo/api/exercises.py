@@ -69,6 +69,8 @@ class ExerciseCheckHandler(ExerciseBase):
         "post": {
             "summary": "Run the hidden checks against your copy; answers at once (202), GET shows progress",
             "response": "CheckAttempt",
+            "status": 202,
+            "errors": [409, 413, 503],
         }
     }
 

@@ -76,9 +76,12 @@ class TelemetryHandler(GPUDojoWebSocket):
         from ..gpu.models import TelemetryControl, TelemetryState
 
         try:
-            control = TelemetryControl.model_validate_json(message)
+            # Strict, as REST bodies: hz "5" or true is refused, not read as 5 or 1 Hz.
+            control = TelemetryControl.model_validate_json(message, strict=True)
         except ValidationError as err:
-            self._error("invalid_message", "Send {type: pause|resume|rate, hz?}.", err.errors(include_url=False))
+            # Where and what only: the input itself (up to max_body_bytes) is not echoed back.
+            detail = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in err.errors(include_url=False)]
+            self._error("invalid_message", "Send {type: pause|resume|rate, hz?}.", detail)
             return
         if control.type == "pause":
             self._sub.pause()

@@ -46,6 +46,7 @@ class ExamplesHandler(KernelsHandler):
         "get": {
             "summary": "Kernel launches the labs offer to the playground (?lab=ID for one lab)",
             "response": "KernelExamples",
+            "query": {"lab": {"description": "Only this lab's launches", "schema": {"type": "string"}}},
         }
     }
 
@@ -65,6 +66,7 @@ class CompileHandler(KernelsHandler):
             "summary": "Compile a CUDA C or numba kernel: PTX, SASS, resources, occupancy, diagnostics",
             "request": "CompileRequest",
             "response": "CompileResult",
+            "errors": [502, 503, 504],
         }
     }
 
@@ -100,6 +102,7 @@ class RunHandler(KernelsHandler):
             "summary": "Run a kernel on the GPU (or a numba kernel in the simulator), check and time it",
             "request": "RunRequest",
             "response": "RunResult",
+            "errors": [502, 503, 504],
         }
     }
 

@@ -10,7 +10,17 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from .base import FileQueryHandler
+from ..runfolder import CAPTURE_NAME
+from .base import FileQueryHandler, file_id_query, run_id_query
+
+# openapi.json's words for the query parameters and the refusals the routes over captures share.
+CAPTURE = file_id_query("capture", CAPTURE_NAME.pattern[1:-1])
+# Missing file, over the size cap, the analysis worker failed or ran out of time.
+ANALYSIS_ERRORS = [404, 413, 502, 504]
+T_QUERY = {
+    "t0": "Start of the window, in the capture's microseconds (default: its start)",
+    "t1": "End of the window, in the capture's microseconds, after t0 (default: its end)",
+}
 
 
 class MemoryBase(FileQueryHandler):
@@ -19,7 +29,13 @@ class MemoryBase(FileQueryHandler):
 
 
 class CapturesHandler(MemoryBase):
-    api_doc = {"get": {"summary": "A run's memory captures (?run=ID)", "response": "CaptureList"}}
+    api_doc = {
+        "get": {
+            "summary": "A run's memory captures (?run=ID)",
+            "response": "CaptureList",
+            "query": {"run": run_id_query("The run whose captures to list")},
+        }
+    }
 
     @web.authenticated
     @authorized
@@ -33,6 +49,8 @@ class AnalysisHandler(MemoryBase):
         "get": {
             "summary": "A capture's analysis (?capture=ID): peak breakdown, OOMs, frames; analysed once, then cached",
             "response": "Analysis",
+            "query": {"capture": CAPTURE},
+            "errors": ANALYSIS_ERRORS,
         }
     }
 
@@ -48,6 +66,7 @@ class AnalyzeHandler(MemoryBase):
             "summary": "Analyse a snapshot in the workspace ({path}), e.g. one uploaded through the file browser",
             "request": "AnalyzeRequest",
             "response": "Analysis",
+            "errors": ANALYSIS_ERRORS,
         }
     }
 
@@ -57,6 +76,7 @@ class AnalyzeHandler(MemoryBase):
         from ..memory.models import AnalyzeRequest
 
         body = self.parse_body(AnalyzeRequest)
+        await self.check_workspace_file(body.path)
         self.write_model(await self.call(self.services.memory.analyze_path, body.path))
 
 
@@ -65,6 +85,8 @@ class AnalysisProgressHandler(MemoryBase):
         "get": {
             "summary": "How far a capture's first analysis is (?capture=ID): phase and share of the file read",
             "response": "AnalysisProgress",
+            "query": {"capture": CAPTURE},
+            "errors": [404, 413],
         }
     }
 
@@ -80,6 +102,13 @@ class WindowHandler(MemoryBase):
         "get": {
             "summary": "Timeline for a viewport (?capture=&t0=&t1=&px=&top=): samples by category, top bands, the rest",
             "response": "Window",
+            "query": {
+                "capture": CAPTURE,
+                **T_QUERY,
+                "px": "Samples across the window (clamped to 2..4000; default 800)",
+                "top": "Largest allocations drawn as bands (clamped to 0..5000; default 500)",
+            },
+            "errors": ANALYSIS_ERRORS,
         }
     }
 
@@ -94,7 +123,14 @@ class WindowHandler(MemoryBase):
 
 
 class DiffHandler(MemoryBase):
-    api_doc = {"get": {"summary": "Two captures' peaks compared (?a=ID&b=ID)", "response": "Diff"}}
+    api_doc = {
+        "get": {
+            "summary": "Two captures' peaks compared (?a=ID&b=ID)",
+            "response": "Diff",
+            "query": {"a": CAPTURE, "b": CAPTURE},
+            "errors": ANALYSIS_ERRORS,
+        }
+    }
 
     @web.authenticated
     @authorized
@@ -105,7 +141,14 @@ class DiffHandler(MemoryBase):
 
 
 class RawHandler(MemoryBase):
-    api_doc = {"get": {"summary": "The capture file itself (?capture=ID), e.g. for pytorch.org/memory_viz"}}
+    api_doc = {
+        "get": {
+            "summary": "The capture file itself (?capture=ID), e.g. for pytorch.org/memory_viz",
+            "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+            "query": {"capture": CAPTURE},
+            "errors": [404, 413],
+        }
+    }
 
     @web.authenticated
     @authorized

@@ -25,6 +25,22 @@ ERROR_SCHEMA = {
 }
 
 
+# Every error status a route may answer with, and what it means; the body is always ERROR_SCHEMA.
+# A handler's api_doc names those its service can give beyond the ones its shape implies (403
+# always; 400 and 413 with a body, 404 with a path parameter, 400 with a required query
+# parameter or on a websocket route).
+ERROR_STATUSES: dict[int, str] = {
+    400: "Invalid request",
+    403: "Not authenticated or not authorized",
+    404: "No such item",
+    409: "Refused in the current state (e.g. as many running as allowed)",
+    413: "Too large: the request body, or a file it names",
+    502: "A child process this request needs failed",
+    503: "Not available on this server now",
+    504: "Timed out",
+}
+
+
 def _schema_generator() -> type:
     from pydantic.json_schema import GenerateJsonSchema
 
@@ -81,41 +97,47 @@ def build_openapi(routes: list[tuple[str, type]], prefix: str) -> dict[str, Any]
         unique, ref_template="#/components/schemas/{model}", schema_generator=SentAsSerialised
     )
 
+    _require_discriminators(schema.get("$defs", {}))
+
     def ref(name: str, mode: JsonSchemaMode = "serialization") -> dict[str, Any]:
         return refs[(model(name), mode)]
 
     paths: dict[str, Any] = {}
     for pattern, handler in routes:
         path = openapi_path(pattern)
-        params = re.findall(r"{(\w+)}", path)
+        params = path_parameters(pattern)
         for verb, doc in getattr(handler, "api_doc", {}).items():
-            op: dict[str, Any] = {
-                "summary": doc["summary"],
-                "responses": {
-                    "403": {"description": "Not authenticated or not authorized", "content": _json(ERROR_SCHEMA)},
-                },
-            }
+            op: dict[str, Any] = {"summary": doc["summary"], "responses": {}}
+            errors = {403, *doc.get("errors", ())}
             if doc.get("websocket"):
                 op["responses"]["101"] = {"description": "Switching to a websocket"}
                 op["x-websocket"] = {
                     "server-messages": [ref(m) for m in doc.get("messages_out", [])],
                     "client-messages": [ref(m, "validation") for m in doc.get("messages_in", [])],
                 }
+                errors.add(400)  # a plain GET, not a websocket handshake
             if "response" in doc:
-                op["responses"]["200"] = {"description": "OK", "content": _json(ref(doc["response"]))}
+                status = str(doc.get("status", 200))
+                op["responses"][status] = {"description": "OK", "content": _json(ref(doc["response"]))}
+            if "content" in doc:
+                op["responses"][str(doc.get("status", 200))] = {"description": "OK", "content": doc["content"]}
             if "request" in doc:
                 op["requestBody"] = {"required": True, "content": _json(ref(doc["request"], "validation"))}
-                op["responses"]["400"] = {"description": "Invalid request", "content": _json(ERROR_SCHEMA)}
+                errors |= {400, 413}
+            parameters = [
+                {"name": p, "in": "path", "required": True, "schema": {"type": "string", "pattern": f"^{regex}$"}}
+                for p, regex in params.items()
+            ]
             if params:
-                op["parameters"] = [
-                    {"name": p, "in": "path", "required": True, "schema": {"type": "string"}} for p in params
-                ]
-                op["responses"]["404"] = {"description": "No such item", "content": _json(ERROR_SCHEMA)}
-            if "query" in doc:
-                op["parameters"] = [
-                    {"name": name, "in": "query", "required": False, "description": text, "schema": {"type": "number"}}
-                    for name, text in doc["query"].items()
-                ]
+                errors.add(404)
+            for name, spec in doc.get("query", {}).items():
+                parameters.append(_query_parameter(name, spec))
+                if isinstance(spec, dict) and spec.get("required"):
+                    errors.add(400)
+            if parameters:
+                op["parameters"] = parameters
+            for status in sorted(errors):
+                op["responses"][str(status)] = {"description": ERROR_STATUSES[status], "content": _json(ERROR_SCHEMA)}
             paths.setdefault(f"{prefix}/{path}", {})[verb] = op
     return {
         "openapi": "3.1.0",
@@ -125,9 +147,75 @@ def build_openapi(routes: list[tuple[str, type]], prefix: str) -> dict[str, Any]
     }
 
 
+def _require_discriminators(defs: dict[str, Any]) -> None:
+    """Mark each tagged union's tag as required in every member: pydantic refuses a member without
+    its tag ("Unable to extract tag"), even where the member's own model gives it a default
+    (LabRunRequest's kind = "lab"), so the document must not call it optional."""
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            tag = node.get("discriminator", {}).get("propertyName")
+            for member in node.get("oneOf", []) if tag else []:
+                target = defs.get(member.get("$ref", "").rsplit("/", 1)[-1])
+                if target is not None and tag not in target.setdefault("required", []):
+                    target["required"].insert(0, tag)
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(defs)
+
+
 def openapi_path(pattern: str) -> str:
     """A route pattern with its named groups written as OpenAPI {parameters}."""
-    return re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", pattern)
+    out, last = [], 0
+    for name, (start, end) in _named_groups(pattern).items():
+        out += [pattern[last:start], "{" + name + "}"]
+        last = end
+    return "".join([*out, pattern[last:]])
+
+
+def path_parameters(pattern: str) -> dict[str, str]:
+    """Each named group of a route pattern and the regex it matches: what a client may put there."""
+    groups = _named_groups(pattern)
+    return {name: pattern[start + len(f"(?P<{name}>") : end - 1] for name, (start, end) in groups.items()}
+
+
+def _named_groups(pattern: str) -> dict[str, tuple[int, int]]:
+    """Start and end (exclusive) of every ``(?P<name>...)`` in a pattern, nested parentheses,
+    character classes and escapes included (a run id's pattern has its own groups)."""
+    groups: dict[str, tuple[int, int]] = {}
+    for found in re.finditer(r"\(\?P<(\w+)>", pattern):
+        depth, i, in_class = 1, found.end(), False
+        while depth:
+            ch = pattern[i]
+            if ch == "\\":
+                i += 1
+            elif in_class:
+                in_class = ch != "]"
+            elif ch == "[":
+                in_class = True
+            elif ch in "()":
+                depth += 1 if ch == "(" else -1
+            i += 1
+        groups[found.group(1)] = (found.start(), i)
+    return groups
+
+
+def _query_parameter(name: str, spec: str | dict[str, Any]) -> dict[str, Any]:
+    """An OpenAPI query parameter from a handler's ``query`` entry: words alone (an optional
+    number, as the telemetry rate), or {description, schema, required}."""
+    if isinstance(spec, str):
+        spec = {"description": spec}
+    return {
+        "name": name,
+        "in": "query",
+        "required": spec.get("required", False),
+        "description": spec["description"],
+        "schema": spec.get("schema", {"type": "number"}),
+    }
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -135,7 +223,12 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class OpenAPIHandler(GPUDojoHandler):
-    api_doc = {"get": {"summary": "This document"}}
+    api_doc = {
+        "get": {
+            "summary": "This document",
+            "content": _json({"type": "object", "required": ["openapi", "info", "paths", "components"]}),
+        }
+    }
     _text: str | None = None
 
     @web.authenticated

@@ -11,7 +11,13 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from .base import ApiError, FileQueryHandler
+from ..runfolder import TRACE_NAME
+from .base import ApiError, FileQueryHandler, file_id_query, run_id_query
+
+# openapi.json's words for the query parameters and the refusals the routes over traces share.
+TRACE = file_id_query("trace", TRACE_NAME.pattern[1:-1] + r"|\*")  # *: all ranks together
+# Missing file, over the size cap, the analysis worker failed or ran out of time.
+ANALYSIS_ERRORS = [404, 413, 502, 504]
 
 
 class ProfileBase(FileQueryHandler):
@@ -21,7 +27,11 @@ class ProfileBase(FileQueryHandler):
 
 class TracesHandler(ProfileBase):
     api_doc = {
-        "get": {"summary": "A run's profile traces (?run=ID): one per rank, and all ranks", "response": "TraceList"}
+        "get": {
+            "summary": "A run's profile traces (?run=ID): one per rank, and all ranks",
+            "response": "TraceList",
+            "query": {"run": run_id_query("The run whose traces to list")},
+        }
     }
 
     @web.authenticated
@@ -37,6 +47,8 @@ class SummaryHandler(ProfileBase):
             "summary": "A trace's analysis (?trace=ID): steps and their breakdown, top operators, kernels, syncs, "
             "findings, lanes; analysed once in a child process, then cached",
             "response": "ProfileSummary",
+            "query": {"trace": TRACE},
+            "errors": ANALYSIS_ERRORS,
         }
     }
 
@@ -52,6 +64,7 @@ class AnalyzeTraceHandler(ProfileBase):
             "summary": "Analyse a Chrome/Kineto trace in the workspace ({path}: .json or .json.gz)",
             "request": "AnalyzeProfileRequest",
             "response": "ProfileSummary",
+            "errors": ANALYSIS_ERRORS,
         }
     }
 
@@ -61,6 +74,7 @@ class AnalyzeTraceHandler(ProfileBase):
         from ..profile.models import AnalyzeProfileRequest
 
         body = self.parse_body(AnalyzeProfileRequest)
+        await self.check_workspace_file(body.path)
         self.write_model(await self.call(self.services.profile.analyze_path, body.path))
 
 
@@ -69,6 +83,8 @@ class ProfileProgressHandler(ProfileBase):
         "get": {
             "summary": "How far a trace's first analysis is (?trace=ID)",
             "response": "ProfileProgress",
+            "query": {"trace": TRACE},
+            "errors": [404, 413],
         }
     }
 
@@ -84,6 +100,13 @@ class ProfileWindowHandler(ProfileBase):
         "get": {
             "summary": "The timeline for a viewport (?trace=&t0=&t1=&px=): spans per lane, those under a pixel merged",
             "response": "ProfileWindow",
+            "query": {
+                "trace": TRACE,
+                "t0": "Start of the window, in the trace's microseconds (default: its start)",
+                "t1": "End of the window, in the trace's microseconds, after t0 (default: its end)",
+                "px": "Pixels across the window (clamped; default 1000)",
+            },
+            "errors": ANALYSIS_ERRORS,
         }
     }
 
@@ -102,6 +125,15 @@ class ProfileEventHandler(ProfileBase):
         "get": {
             "summary": "One span's details for the hover (?trace=&ref=): name, duration, shapes, stack, args",
             "response": "EventDetail",
+            "query": {
+                "trace": TRACE,
+                "ref": {
+                    "description": "The event's index, as the window gave it",
+                    "required": True,
+                    "schema": {"type": "integer", "minimum": 0},
+                },
+            },
+            "errors": ANALYSIS_ERRORS,
         }
     }
 
@@ -121,6 +153,8 @@ class ProfileDiffHandler(ProfileBase):
         "get": {
             "summary": "Two traces compared (?a=before&b=after): step time, breakdown, operators, findings",
             "response": "ProfileDiff",
+            "query": {"a": TRACE, "b": TRACE},
+            "errors": ANALYSIS_ERRORS,
         }
     }
 
@@ -133,7 +167,14 @@ class ProfileDiffHandler(ProfileBase):
 
 
 class TraceRawHandler(ProfileBase):
-    api_doc = {"get": {"summary": "The trace file itself (?trace=ID), for Perfetto UI or TensorBoard"}}
+    api_doc = {
+        "get": {
+            "summary": "The trace file itself (?trace=ID), for Perfetto UI or TensorBoard",
+            "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+            "query": {"trace": TRACE},
+            "errors": [404, 413],
+        }
+    }
 
     @web.authenticated
     @authorized

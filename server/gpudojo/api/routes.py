@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .base import UnknownRouteHandler
 from .course import (
     LESSON_ID,
     AcceptanceHandler,
@@ -37,9 +38,13 @@ from .profile import (
     TracesHandler,
 )
 from .runs import (
+    ARTIFACT_NAME,
     GROUP_ID,
     RUN_ID,
+    ArtifactHandler,
+    ArtifactsHandler,
     CancelHandler,
+    EnginesHandler,
     LabsHandler,
     RunDocHandler,
     RunsHandler,
@@ -68,10 +73,13 @@ ROUTES: list[tuple[str, type]] = [
     ("kernels/occupancy", OccupancyHandler),
     ("kernels/run", RunHandler),
     ("runs/labs", LabsHandler),
+    ("runs/engines", EnginesHandler),
     ("runs", RunsHandler),
     (f"runs/sweeps/{GROUP_ID}", SweepHandler),
     (f"runs/{RUN_ID}", RunDocHandler),
     (f"runs/{RUN_ID}/cancel", CancelHandler),
+    (f"runs/{RUN_ID}/artifacts", ArtifactsHandler),
+    (f"runs/{RUN_ID}/artifacts/{ARTIFACT_NAME}", ArtifactHandler),
     (f"runs/{RUN_ID}/stream", RunStreamHandler),
     ("memory/captures", CapturesHandler),
     ("memory/analysis", AnalysisHandler),
@@ -94,5 +102,7 @@ ROUTES: list[tuple[str, type]] = [
 
 
 def url_patterns() -> list[tuple[str, type]]:
-    """Tornado patterns for ROUTES; the extension app puts base_url in front."""
-    return [(f"/{API_PREFIX}/{path}", handler) for path, handler in ROUTES]
+    """Tornado patterns for ROUTES, then a JSON 404 for any other path under the API's prefix;
+    the extension app puts base_url in front."""
+    routes = [(f"/{API_PREFIX}/{path}", handler) for path, handler in ROUTES]
+    return [*routes, (f"/{API_PREFIX}/.*", UnknownRouteHandler)]

@@ -8,6 +8,7 @@ Launching and cancelling start and stop processes, so they also need `execute` o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,7 @@ from .base import ApiError, GPUDojoHandler, GPUDojoWebSocket
 
 RUN_ID = f"(?P<run_id>{RUN_ID_PATTERN})"
 GROUP_ID = r"(?P<group>sweep-[0-9a-f]{10})"
+ARTIFACT_NAME = r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,99})"
 
 
 class RunsBase(GPUDojoHandler):
@@ -38,13 +40,72 @@ class LabsHandler(RunsBase):
         self.write_model(await self.call(runs.labs))
 
 
+class EnginesHandler(RunsBase):
+    api_doc = {
+        "get": {
+            "summary": "Where runs can run from this machine (engines), and why not the others",
+            "response": "EngineList",
+        }
+    }
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        from ..runs.models import EngineList
+
+        runs = self.services.runs
+        self.write_model(EngineList(engines=await self.call(runs.engines)))
+
+
+class ArtifactsHandler(RunsBase):
+    api_doc = {
+        "get": {
+            "summary": "What an engine generated for a run: commands, batch script, manifests",
+            "response": "ArtifactList",
+        }
+    }
+
+    @web.authenticated
+    @authorized
+    async def get(self, run_id: str) -> None:
+        from ..runs.models import ArtifactList
+
+        runs = self.services.runs
+        self.write_model(ArtifactList(artifacts=await self.call(runs.artifacts, run_id)))
+
+
+class ArtifactHandler(RunsBase):
+    api_doc = {"get": {"summary": "One generated file of a run, with its text", "response": "Artifact"}}
+
+    @web.authenticated
+    @authorized
+    async def get(self, run_id: str, name: str) -> None:
+        runs = self.services.runs
+        self.write_model(await self.call(runs.artifact, run_id, name))
+
+
 class RunsHandler(RunsBase):
     api_doc = {
-        "get": {"summary": "Runs, newest first (?lab=, ?status=, ?group=, ?limit=)", "response": "RunList"},
+        "get": {
+            "summary": "Runs, newest first (?lab=, ?status=, ?group=, ?limit=)",
+            "response": "RunList",
+            "query": {
+                "lab": {"description": "Only this lab's runs", "schema": {"type": "string"}},
+                "status": {"description": "Only runs in this status", "schema": {"type": "string"}},
+                "group": {"description": "Only this sweep's runs", "schema": {"type": "string"}},
+                "limit": {
+                    "description": "At most this many (clamped to 1..1000; default 100)",
+                    "schema": {"type": "integer"},
+                },
+            },
+            "errors": [400],
+        },
         "post": {
             "summary": "Launch a lab (params validated against lab.toml; a sweep runs one per value) or a script",
             "request": "RunRequestBody",
             "response": "RunList",
+            "status": 201,
+            "errors": [404, 503],  # no such lab or script; the engine cannot run jobs from here
         },
     }
 
@@ -200,8 +261,13 @@ class RunStreamHandler(GPUDojoWebSocket):
                 return
 
     def on_message(self, message: str | bytes) -> None:
-        # The stream is one-way; a reconnecting client says where to resume with ?after=.
-        pass
+        # The stream is one-way; a reconnecting client says where to resume with ?after=. A client
+        # that sends anything is told so (one small frame per message, whatever its size).
+        from .models import socket_error
+
+        text = "This stream takes no messages; reconnect with ?after=SEQ to resume after an event."
+        with contextlib.suppress(websocket.WebSocketClosedError):
+            self.write_message(socket_error("no_messages", text))
 
     def on_close(self) -> None:
         if self._pump_task is not None:

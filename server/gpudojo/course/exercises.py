@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import Conflict, Invalid, NotFound, TooLarge, Unavailable
+from ..errors import Conflict, Forbidden, NotFound, TooLarge, Unavailable
 from .catalog import CourseCatalog, Item
 from .models import (
     CheckAttempt,
@@ -80,6 +80,7 @@ class ExerciseService:
         self.root_dir = root_dir
         self.scratch_root = scratch_root
         self.python = python
+        self.max_concurrent = max_concurrent
         self._slots = threading.BoundedSemaphore(max_concurrent)
         self._lock = threading.Lock()
         self._running: dict[tuple[str, str], _Running] = {}
@@ -106,8 +107,10 @@ class ExerciseService:
     def _workspace_dir(self, exercise_id: str) -> Path:
         root = self.root_dir.resolve()
         target = (root / WORKSPACE_FOLDER / exercise_id).resolve()
-        if not target.is_relative_to(root):  # ids are slugs; this never happens, and must not
-            raise Invalid(f"{target} is outside the server's root folder")
+        if not target.is_relative_to(root):  # ids are slugs: only a symlink (gpudojo-exercises/ ...) leads out
+            raise Forbidden(
+                f"{WORKSPACE_FOLDER}/{exercise_id} leads outside the server's root folder (a symlink?)", "outside_root"
+            )
         return target
 
     def workspace(self, exercise_id: str) -> ExerciseWorkspace:
@@ -214,7 +217,9 @@ class ExerciseService:
             if key in self._running:
                 raise Conflict(f"A check of {exercise_id!r} is already running; wait for it to finish.")
             if not self._slots.acquire(blocking=False):
-                raise Conflict("Two checks are already running on this server; try again when one finishes.")
+                n = self.max_concurrent
+                what = f"{n} checks are" if n != 1 else "A check is"
+                raise Conflict(f"{what} already running on this server (its limit); try again when one finishes.")
             running = _Running(attempt=attempt, user=user, record=folder is None)
             self._running[key] = running
         thread = threading.Thread(

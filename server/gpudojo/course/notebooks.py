@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import Forbidden
 from .catalog import GPU_TAG
 from .links import notebook_cells_without_product_links
 from .models import NotebookCopy
@@ -17,8 +18,9 @@ def copy_lesson_as_notebook(lesson_path: Path, root_dir: Path, *, overwrite: boo
 
     root = root_dir.resolve()
     target = (root / WORKSPACE_FOLDER / f"{lesson_path.stem}.ipynb").resolve()
-    if not target.is_relative_to(root):  # a lesson file name can never lead outside the workspace
-        raise ValueError(f"{target} is outside {root}")
+    if not target.is_relative_to(root):  # gpudojo-lessons/ (or the copy) is a symlink out of the workspace
+        where = f"{WORKSPACE_FOLDER}/{lesson_path.stem}.ipynb"
+        raise Forbidden(f"{where} leads outside the server's root folder (a symlink?)", "outside_root")
     relative = target.relative_to(root).as_posix()
     if target.exists() and not overwrite:
         return NotebookCopy(path=relative, created=False)

@@ -56,8 +56,9 @@ CREATE INDEX IF NOT EXISTS checks_by_user ON exercise_checks (user, exercise_id,
 class ProgressStore:
     """Progress of every user of one server, in one SQLite file (WAL)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, timeout_s: float = 5.0) -> None:
         self.path = path
+        self.timeout_s = timeout_s
         self._lock = threading.Lock()
         self._db = self._open()
 
@@ -65,6 +66,10 @@ class ProgressStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             return self._connect()
+        except sqlite3.OperationalError:
+            # Locked by another process, a full or read-only disk: the file is fine, and moving
+            # it aside would lose everyone's progress. Say so, keep it.
+            raise
         except sqlite3.DatabaseError as err:
             aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
             self.path.replace(aside)
@@ -76,7 +81,7 @@ class ProgressStore:
             return self._connect()
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=self.timeout_s)
         db.execute("PRAGMA journal_mode=WAL")
         db.executescript(SCHEMA)
         db.execute("SELECT count(*) FROM progress").fetchone()

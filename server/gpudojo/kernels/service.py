@@ -46,7 +46,9 @@ class CompileFailure(WorkerFailure, Failed):
 
     def __new__(cls, kind: str, message: str) -> CompileFailure:
         if cls is CompileFailure:
-            cls = {"timeout": CompileTimeout, "no_compiler": NoCompiler}.get(kind, CompileFailure)
+            cls = {"timeout": CompileTimeout, "no_compiler": NoCompiler, "memory": CompileOutOfMemory}.get(
+                kind, CompileFailure
+            )
         return super().__new__(cls, kind, message)
 
     def __init__(self, kind: str, message: str) -> None:
@@ -60,6 +62,10 @@ class CompileTimeout(TimedOut, CompileFailure):
 
 class NoCompiler(Unavailable, CompileFailure):
     """No compiler on this machine (NVRTC missing)."""
+
+
+class CompileOutOfMemory(TooLarge, CompileFailure):
+    """The compiler outgrew its memory cap on this source (a template or macro bomb) and was stopped."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,8 @@ class KernelLimits:
     simulator_max_threads: int = 4096
     max_array_elements: int = 1 << 26
     cache_entries: int = 128
+    # The compile worker is stopped past this much resident memory (a numba compile needs ~0.4 GB).
+    compile_max_rss_bytes: int = 2 * 1024**3
 
 
 class KernelService:
@@ -93,7 +101,12 @@ class KernelService:
         self.limits = limits or KernelLimits()
         self.python = python
         self._worker = WarmWorker(
-            "gpudojo.worker.compile", cache_dir / "compile-worker.log", python, name="compiler", failure=CompileFailure
+            "gpudojo.worker.compile",
+            cache_dir / "compile-worker.log",
+            python,
+            name="compiler",
+            failure=CompileFailure,
+            max_rss_bytes=self.limits.compile_max_rss_bytes,
         )
         self._lock = threading.Lock()
         self._memory: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -362,7 +375,7 @@ class KernelService:
         )
         self._runs.add(proc)
         try:
-            out, err = proc.communicate(payload, timeout=self.limits.run_timeout_s)
+            out, err = communicate_capped(proc, payload, self.limits.run_timeout_s)
         except subprocess.TimeoutExpired:
             kill_group(proc)
             return RunResult(
@@ -392,6 +405,49 @@ class KernelService:
             mode_note=mode_note(mode),
             error={"kind": "crashed", "message": f"The kernel's process died ({how}). The server is fine.\n{tail}"},
         )
+
+
+# What the server keeps of a kernel run's output (bytes): the result is the last stdout line
+# (small: the child caps what the kernel printed at 20,000 characters), an error's words the
+# tail of stderr. A kernel writing gigabytes is read to the end and the rest dropped.
+MAX_RESULT_BYTES = 16 * 1024 * 1024
+MAX_STDERR_BYTES = 64 * 1024
+
+
+def _read_tail(pipe: Any, keep: int, into: dict[int, bytes], key: int) -> None:
+    """Read ``pipe`` to its end, keeping its last ``keep`` bytes in ``into[key]``."""
+    buf = bytearray()
+    while chunk := pipe.read1(1 << 16):
+        buf += chunk
+        if len(buf) > 2 * keep:
+            del buf[:-keep]
+    into[key] = bytes(buf[-keep:])
+    pipe.close()
+
+
+def _write_all(pipe: Any, payload: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError, OSError):
+        pipe.write(payload)
+        pipe.close()
+
+
+def communicate_capped(proc: subprocess.Popen, payload: bytes, timeout_s: float) -> tuple[bytes, bytes]:
+    """``proc.communicate(payload, timeout_s)``, holding at most MAX_RESULT_BYTES of stdout and
+    MAX_STDERR_BYTES of stderr (their tails) however much the child writes. Raises
+    subprocess.TimeoutExpired as communicate does."""
+    tails: dict[int, bytes] = {}
+    readers = [
+        threading.Thread(target=_read_tail, args=(proc.stdout, MAX_RESULT_BYTES, tails, 1), daemon=True),
+        threading.Thread(target=_read_tail, args=(proc.stderr, MAX_STDERR_BYTES, tails, 2), daemon=True),
+    ]
+    for t in readers:
+        t.start()
+    # Written on a thread too: a child that never reads its stdin must still meet the timeout.
+    threading.Thread(target=_write_all, args=(proc.stdin, payload), daemon=True).start()
+    proc.wait(timeout=timeout_s)
+    for t in readers:
+        t.join(timeout=5)  # a descendant holding the pipes open must not hold the server
+    return tails.get(1, b""), tails.get(2, b"")
 
 
 def _prod(dims: list[int]) -> int:

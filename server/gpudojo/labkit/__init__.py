@@ -76,7 +76,7 @@ __all__ = [
 # The run folder's contract (names of variables and files) is gpudojo.runfolder's.
 RUN_DIR_ENV = runfolder.RUN_DIR_ENV
 BACKEND_ENV = runfolder.BACKEND_ENV
-STDOUT_PREFIX = "gpudojo-metric"
+STDOUT_PREFIX = runfolder.METRIC_LINE_PREFIX
 # Keys a metric line uses for itself; a value under one of them would be misread.
 RESERVED_KEYS = frozenset({"t", "rank", "step", "check"})
 

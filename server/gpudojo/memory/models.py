@@ -44,7 +44,10 @@ class CaptureList(_Model):
 class AnalyzeRequest(_Model):
     """POST memory/analyze: a snapshot in the workspace (e.g. uploaded through the file browser)."""
 
-    path: str = Field(min_length=1, max_length=1024, description="Relative to the server's root_dir")
+    # No NUL: no file name can hold one (it would reach the file system calls as an error).
+    path: str = Field(
+        min_length=1, max_length=1024, pattern=r"^[^\x00]+$", description="Relative to the server's root_dir"
+    )
 
 
 class CategoryTotal(_Model):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysed_files import AnalysedFiles, FileKind, FileRequestError
-from ..errors import ServiceError
+from ..errors import ServiceError, TooLarge
 from ..runfolder import CAPTURE_NAME
 from ..worker.pipe import WarmWorker
 from .analysis import ANALYSIS_VERSION, Loaded, diff
@@ -33,6 +33,8 @@ CAPTURES = FileKind(
 
 class _Captures(AnalysedFiles[Loaded]):
     def refusal(self, name: str, error: dict[str, Any]) -> ServiceError:
+        if error.get("kind") == "too_large":
+            return TooLarge(f"{name}: {error.get('message', 'too large')}", "capture_too_large")
         code = "refused_pickle" if error.get("kind") == "refused" else "not_a_capture"
         return FileRequestError(f"{name}: {error.get('message', 'not readable')}", code)
 

@@ -11,11 +11,18 @@ import json
 import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 # Frames from these places are the framework's, not the learner's.
 _LIBRARY_MARKERS = ("/torch/", "/site-packages/", "/dist-packages/", "<frozen", "/lib/python3", "??")
 CPU_FORMAT = "gpudojo-cpu-memory/1"
+# A CPU capture is JSON, parsed whole (about 10x its size in memory): larger ones are refused
+# from their size alone (bytes). labkit's captures of the course's labs are a few MB.
+MAX_CPU_CAPTURE_BYTES = 256 * 1024**2
+
+
+class CaptureTooLarge(ValueError):
+    """A capture over the size this reader can take in (it is refused before it is read)."""
 
 
 class RefusedPickle(ValueError):
@@ -34,9 +41,11 @@ class _PlainUnpickler(pickle.Unpickler):
         raise RefusedPickle("refused a persistent id: a memory snapshot has none")
 
 
-def load_pickle(data: bytes) -> Any:
+def load_pickle(data: bytes | BinaryIO) -> Any:
+    """Plain data from a pickle's bytes, or from an open file: read as far as the pickle goes,
+    so a file that is not one stops at its first bad byte instead of being read whole."""
     try:
-        return _PlainUnpickler(io.BytesIO(data)).load()
+        return _PlainUnpickler(io.BytesIO(data) if isinstance(data, bytes | bytearray) else data).load()
     except RefusedPickle:
         raise
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError) as err:
@@ -148,9 +157,18 @@ def parse_cuda_snapshot(snapshot: Any, device: int | None = None, sidecar: dict[
     if not isinstance(snapshot, dict) or "device_traces" not in snapshot:
         raise RefusedPickle("not a CUDA memory snapshot: no device_traces (make one with _dump_snapshot)")
     traces = snapshot.get("device_traces") or []
+    segments = snapshot.get("segments") or []
+    # A pickle of the wrong shape is refused, not read as an empty timeline.
+    if not isinstance(traces, list) or any(t is not None and not isinstance(t, list) for t in traces):
+        raise ValueError("not a CUDA memory snapshot: device_traces is not a list of per-device lists")
+    if not isinstance(segments, list) or any(not isinstance(s, dict) for s in segments):
+        raise ValueError("not a CUDA memory snapshot: segments is not a list of dicts")
     if device is None:
         device = max(range(len(traces)), key=lambda d: len(traces[d] or []), default=0)
     trace = list(traces[device] or []) if device < len(traces) else []
+    strays = sum(1 for e in trace if not isinstance(e, dict))
+    if strays:
+        raise ValueError(f"not a CUDA memory snapshot: {strays} of the {len(trace)} trace entries are not dicts")
     timed = bool(trace) and all(isinstance(e, dict) and "time_us" in e for e in trace)
     axis = "time_us" if timed else "event_index"
     stamp = (lambda i, e: float(e["time_us"])) if timed else (lambda i, e: float(i))
@@ -212,11 +230,13 @@ def parse_cuda_snapshot(snapshot: Any, device: int | None = None, sidecar: dict[
     for addr, (start, size, cat, frame) in live.items():
         intervals.add(start, t_last, size, cat, frame, addr)
     # Blocks allocated before the trace and never freed within it.
-    for segment in snapshot.get("segments") or []:
-        if not isinstance(segment, dict) or (segment.get("device", device) != device):
+    for segment in segments:
+        if segment.get("device", device) != device:
             continue
         offset = int(segment.get("address", 0) or 0)
         for block in segment.get("blocks") or []:
+            if not isinstance(block, dict):
+                raise ValueError("not a CUDA memory snapshot: a segment's blocks are not dicts")
             addr = int(block.get("address", offset))
             offset = addr + int(block.get("size", 0) or 0)
             if block.get("state") == "active_allocated" and addr not in seen_alloc and addr not in live:
@@ -315,7 +335,8 @@ def parse_cuda_scan(sc: Any, device: int | None = None, sidecar: dict[str, Any] 
     counts = [int(sc.list_count[i]) for i in lists]
     if device is None:
         device = max(range(len(counts)), key=lambda d: counts[d], default=0)
-    trace_kinds, entries = sc.children(int(lists[device])) if device < len(lists) else (np.zeros(0), np.zeros(0))
+    no_trace = (np.zeros(0), np.zeros(0, np.int64))  # device_traces: [] (nothing was recorded)
+    trace_kinds, entries = sc.children(int(lists[device])) if device < len(lists) else no_trace
     if len(entries) != (counts[device] if device < len(counts) else 0) or (trace_kinds != ss.K_DICT).any():
         raise ss.ScanStopped("a trace entry that is not a dict")
     if (sc.dict_keys[entries] & ss.CONFLICT).any():
@@ -463,6 +484,12 @@ def read_capture(path: Path, *, fast: bool = True, on_progress: Any = None) -> P
     with path.open("rb") as f:
         first = f.read(1)
     if first == b"{":
+        size = path.stat().st_size
+        if size > MAX_CPU_CAPTURE_BYTES:
+            raise CaptureTooLarge(
+                f"{path.name} is {size} bytes of JSON; a CPU capture is read whole, and the most this server "
+                f"reads is {MAX_CPU_CAPTURE_BYTES} bytes"
+            )
         return parse_cpu_capture(json.loads(path.read_bytes()))
     sidecar_path = path.with_suffix(".phases.json")
     sidecar = json.loads(sidecar_path.read_text()) if sidecar_path.is_file() else None
@@ -475,4 +502,5 @@ def read_capture(path: Path, *, fast: bool = True, on_progress: Any = None) -> P
             return parse_cuda_scan(scanned, sidecar=sidecar)
         except ss.ScanStopped:
             pass  # something the scanner leaves to the unpickler: it decides
-    return parse_cuda_snapshot(load_pickle(path.read_bytes()), sidecar=sidecar)
+    with path.open("rb") as f:
+        return parse_cuda_snapshot(load_pickle(f), sidecar=sidecar)

@@ -42,7 +42,10 @@ class TraceList(_Model):
 class AnalyzeProfileRequest(_Model):
     """POST profile/analyze: a trace in the workspace (.json, .json.gz, .pt.trace.json)."""
 
-    path: str = Field(min_length=1, max_length=1024, description="Relative to the server's root_dir")
+    # No NUL: no file name can hold one (it would reach the file system calls as an error).
+    path: str = Field(
+        min_length=1, max_length=1024, pattern=r"^[^\x00]+$", description="Relative to the server's root_dir"
+    )
 
 
 class Mode(_Model):

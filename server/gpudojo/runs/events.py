@@ -8,6 +8,7 @@ get that same JSON line. The websocket handler only forwards lines in batch fram
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable
@@ -42,9 +43,34 @@ class EventLog:
         self._seq: dict[str, int] = {}
         self._files: dict[str, IO[str]] = {}
         self._subscribers: dict[str, list[LineSubscriber]] = {}
+        # Runs whose file the disk refused (full, read-only): why. Their events still reach
+        # the subscribers; the file ends where the disk stopped it.
+        self.write_errors: dict[str, str] = {}
 
     def _path(self, run_id: str) -> Path:
         return RunFolder(self.runs_dir / run_id).events
+
+    def _append(self, run_id: str, line: str, final: bool) -> None:
+        try:
+            f = self._files.get(run_id)
+            if f is None:
+                f = open(self._path(run_id), "a", encoding="utf-8")  # noqa: SIM115 - closed when the run ends
+                self._files[run_id] = f
+            # Flushed when someone reads the file (replay) and when the run ends, not per line.
+            f.write(line + "\n")
+            if final:
+                del self._files[run_id]
+                f.close()
+        except OSError as err:
+            self._give_up(run_id, err)
+
+    def _give_up(self, run_id: str, err: OSError) -> None:
+        """Stop writing a run's file after the disk refused it (no space left, read-only)."""
+        self.write_errors[run_id] = f"{err.strerror or err}: {self._path(run_id)}"
+        broken = self._files.pop(run_id, None)
+        if broken is not None:
+            with contextlib.suppress(OSError):  # its buffer cannot be flushed either
+                broken.close()
 
     def emit(self, run_id: str, kind: type[RunEventModel], **fields: Any) -> RunEventModel:
         """Number a new event of type ``kind``, append it to the run's file, hand it to the
@@ -56,16 +82,9 @@ class EventLog:
             event = kind(seq=seq, **fields)
             line = event.model_dump_json()
             self._seq[run_id] = seq + 1
-            f = self._files.get(run_id)
-            if f is None:
-                f = open(self._path(run_id), "a", encoding="utf-8")  # noqa: SIM115 - closed when the run ends
-                self._files[run_id] = f
-            # Flushed when someone reads the file (replay) and when the run ends, not per line.
-            f.write(line + "\n")
             final = isinstance(event, StatusEvent) and event.run.status in FINAL_STATUSES
-            if final:
-                f.close()
-                del self._files[run_id]
+            if run_id not in self.write_errors:
+                self._append(run_id, line, final)
             for callback in list(self._subscribers.get(run_id, [])):
                 try:
                     callback(line)
@@ -88,7 +107,10 @@ class EventLog:
         """The run's event lines with seq > ``after``, in order."""
         with self._lock:
             if run_id in self._files:
-                self._files[run_id].flush()
+                try:
+                    self._files[run_id].flush()
+                except OSError as err:
+                    self._give_up(run_id, err)
             path = self._path(run_id)
             if not path.is_file():
                 return []

@@ -111,6 +111,128 @@ class LabList(_Model):
     problems: list[LabProblem] = Field(default_factory=list)
 
 
+# --- where a run runs: the engines -------------------------------------------------------
+
+EngineName = Literal["local", "torchrun-nodes", "slurm", "kubernetes"]
+# Kubernetes names: RFC 1123 labels (namespaces, ConfigMaps, jobs).
+K8S_NAME = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+
+
+class LocalWhere(_Model):
+    """This machine: torchrun (or python) under the run service, as before engines existed."""
+
+    engine: Literal["local"] = "local"
+
+
+class NodesWhere(_Model):
+    """torchrun on several machines, joined by a c10d rendezvous hosted by this one.
+
+    This machine runs node 0's agent under the run service; every other node runs the join
+    command the run gives (``gpudojo node join``), which starts its own torchrun agent and
+    relays its ranks' output and metrics back here."""
+
+    engine: Literal["torchrun-nodes"]
+    nnodes: int = Field(2, ge=1, le=64, description="Nodes the job waits for (the maximum when elastic)")
+    min_nodes: int | None = Field(
+        None, ge=1, le=64, description="Elastic: start with at least this many nodes (torchrun --nnodes MIN:MAX)"
+    )
+    host: str = Field(
+        "127.0.0.1",
+        max_length=253,
+        pattern=r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$",
+        description="This machine's address as the other nodes reach it (rendezvous and relay)",
+    )
+    max_restarts: int = Field(0, ge=0, le=10, description="torchrun --max-restarts: whole-job restarts after a failure")
+    join_timeout_s: int = Field(
+        120, ge=10, le=3600, description="How long the rendezvous waits for the nodes before it gives up"
+    )
+
+
+class SlurmWhere(_Model):
+    """A batch job: sbatch a script generated from the lab, srun starting torchrun per node."""
+
+    engine: Literal["slurm"]
+    nodes: int = Field(1, ge=1, le=64)
+    gpus_per_node: int = Field(0, ge=0, le=16, description="--gpus-per-node; 0 runs the ranks on CPUs (gloo)")
+    time_limit_min: int = Field(30, ge=1, le=1440, description="#SBATCH --time, in minutes")
+    partition: str | None = Field(None, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    account: str | None = Field(None, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+
+
+class KubernetesWhere(_Model):
+    """A job on a Kubernetes cluster, in one of three shapes."""
+
+    engine: Literal["kubernetes"]
+    flavor: Literal["trainjob", "pytorchjob", "job"] = Field(
+        "trainjob",
+        description="trainjob: Kubeflow Trainer v2 (torch-distributed runtime); pytorchjob: the training "
+        "operator's v1 PyTorchJob; job: a plain indexed Job with a headless Service (no operator)",
+    )
+    nodes: int = Field(1, ge=1, le=64)
+    gpus_per_node: int = Field(0, ge=0, le=16, description="nvidia.com/gpu per pod (the NVIDIA device plugin)")
+    namespace: str = Field("default", max_length=63, pattern=K8S_NAME)
+    image: str = Field(
+        "pytorch/pytorch:2.6.0-cuda12.4-cudnn9-runtime",
+        min_length=1,
+        max_length=256,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$",
+        description="The container image; it must have torch. The lab's code comes in a ConfigMap",
+    )
+    cpu: int = Field(4, ge=1, le=256, description="CPU cores requested per pod")
+    memory_gi: int = Field(16, ge=1, le=4096, description="Memory requested per pod, GiB")
+    shm_gi: int = Field(2, ge=0, le=512, description="/dev/shm size for the data loader's workers, GiB")
+    max_restarts: int = Field(0, ge=0, le=10, description="Restarts (backoffLimit / elasticPolicy.maxRestarts)")
+
+
+Where = Annotated[LocalWhere | NodesWhere | SlurmWhere | KubernetesWhere, Field(discriminator="engine")]
+
+
+class EngineInfo(_Model):
+    name: EngineName
+    title: str
+    available: bool
+    reason: str = Field("", description="Why it cannot run here (when not available), or what it found")
+    can_generate: bool = Field(True, description="Its artifacts (commands, script, manifests) can be made here")
+
+
+class EngineList(_Model):
+    """GET runs/engines: every engine, whether it can run on this machine and why not."""
+
+    engines: list[EngineInfo]
+
+
+class Artifact(_Model):
+    """A file an engine generated for a run: a command, a batch script, manifests."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    title: str
+    media_type: str = "text/plain"
+    content: str | None = Field(None, description="The text (GET runs/{id}/artifacts/{name}); absent in lists")
+
+
+class ArtifactList(_Model):
+    artifacts: list[Artifact]
+
+
+class NodeStatus(_Model):
+    """One node (machine, Slurm node or pod) of a run, with the global ranks it runs."""
+
+    name: str
+    state: Literal["waiting", "joined", "running", "succeeded", "failed", "lost", "missing"]
+    ranks: list[int] = Field(default_factory=list)
+    detail: str = ""
+
+
+class Rendezvous(_Model):
+    endpoint: str
+    id: str
+    min_nodes: int
+    max_nodes: int
+    joined: list[str] = Field(default_factory=list)
+    timeout_s: int
+    state: Literal["waiting", "complete", "timed_out", "closed"] = "waiting"
+
+
 # --- requests ------------------------------------------------------------------------------
 
 
@@ -121,6 +243,7 @@ class LabRunRequest(_Model):
     sweep: SweepSpec | None = None
     record_memory: bool = Field(False, description="labkit records memory (CUDA snapshot or CPU profiler) per rank")
     record_profile: bool = Field(False, description="labkit records a torch.profiler trace per rank")
+    where: Where = Field(default_factory=LocalWhere, description="The engine: this machine, several nodes, Slurm...")
 
 
 class SweepSpec(_Model):
@@ -134,12 +257,16 @@ class ScriptRunRequest(_Model):
     """A learner's own script: a path inside the server's root_dir."""
 
     kind: Literal["script"] = "script"
-    path: str = Field(min_length=1, max_length=1024, description="Relative to the server's root_dir")
+    # No NUL: no file name can hold one (it would reach the file system calls as an error).
+    path: str = Field(
+        min_length=1, max_length=1024, pattern=r"^[^\x00]+$", description="Relative to the server's root_dir"
+    )
     nproc: int = Field(1, ge=1, le=64)
     args: list[str] = Field(default_factory=list, max_length=64)
     launcher: Launcher = "torchrun"
     record_memory: bool = Field(False, description="labkit.memory_capture() in the script records memory")
     record_profile: bool = Field(False, description="labkit.profile() in the script records a torch.profiler trace")
+    where: Where = Field(default_factory=LocalWhere, description="The engine: this machine, several nodes, Slurm...")
 
 
 RunRequest = Annotated[LabRunRequest | ScriptRunRequest, Field(discriminator="kind")]
@@ -197,6 +324,14 @@ class Run(_Model):
     group: str | None = Field(None, description="Sweep group id")
     group_param: str | None = None
     user: str = ""
+    engine: EngineName = "local"
+    where: dict[str, Any] = Field(default_factory=dict, description="The engine's options as the request gave them")
+    nnodes: int = Field(1, description="Nodes (machines, Slurm nodes, pods); nproc is per node")
+    job_id: str | None = Field(None, description="The engine's own id: Slurm job id, Kubernetes job name")
+    job_state: str | None = Field(None, description="The engine's own state word (e.g. PENDING, RUNNING)")
+    nodes: list[NodeStatus] = Field(default_factory=list)
+    rendezvous: Rendezvous | None = None
+    artifacts: list[Artifact] = Field(default_factory=list, description="Generated files, without their text")
 
 
 class RunList(_Model):

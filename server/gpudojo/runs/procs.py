@@ -78,3 +78,19 @@ def kill_all(pids: list[tuple[int, float]]) -> None:
         with contextlib.suppress(psutil.NoSuchProcess):
             proc.kill()
     psutil.wait_procs(procs, timeout=5)
+
+
+def processes_of_run(run_id: str) -> list[tuple[int, float]]:
+    """(pid, start time) of every live process whose environment names this run
+    (GPUDOJO_RUN_ID, which every process of a run inherits): also the ones no list holds, such
+    as workers torchrun started just before its supervisor last looked, or died."""
+    from ..runfolder import RUN_ID_ENV
+
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid != os.getpid() and proc.environ().get(RUN_ID_ENV) == run_id:
+                found.append((proc.pid, proc.create_time()))
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue  # gone, or another user's (a run's processes are this user's)
+    return found

@@ -6,8 +6,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from .engines.base import cleanup_job
 from .models import RootCause, Run
-from .procs import alive_of, kill_all
+from .procs import alive_of, kill_all, processes_of_run
 from .store import RunStore
 
 
@@ -21,9 +22,17 @@ def recover_orphans(store: RunStore, owner: tuple[int, float], announce: Callabl
         supervisor = store.owner(run.id)
         if supervisor and supervisor != owner and alive_of([supervisor]):
             continue
-        kill_all(store.pids(run.id))
+        # The recorded pids, and the processes the supervisor had not recorded yet when it died.
+        kill_all(store.pids(run.id) + processes_of_run(run.id))
+        try:
+            cleaned = cleanup_job(run)
+        except Exception as err:  # a scheduler that cannot be reached must not stop the server starting
+            cleaned = f"could not stop the {run.engine} job: {err}"
         run.status, run.ended_at = "lost", time.time()
-        run.root_cause = RootCause(exception="The server stopped while this run was queued or running.")
+        run.root_cause = RootCause(
+            exception="The server stopped while this run was queued or running."
+            + (f" Its {run.engine} job was stopped ({cleaned})." if cleaned else "")
+        )
         store.save(run)
         announce(run)
         lost.append(run.id)

@@ -4,8 +4,10 @@ torchrun's failure summary names."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,14 @@ from .models import RootCause
 _SUMMARY_RANK = re.compile(r"rank\s*:\s*(\d+)")
 _SUMMARY_EXIT = re.compile(r"exitcode\s*:\s*(-?\d+)")
 _TRACEBACK = "Traceback (most recent call last):"
+
+
+def exit_words(code: int | None) -> str:
+    """'exited with code 3', or 'was killed by SIGKILL' for a negative code (a signal)."""
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            return f"was killed by {signal.Signals(-code).name}"
+    return f"exited with code {code}"
 
 
 def summary_exit_codes(launcher_log: str) -> dict[int, int]:
@@ -99,7 +109,7 @@ def root_cause(log_dir: Path, launcher_log: str, exit_code: int | None) -> RootC
         return RootCause(
             rank=rank,
             exit_code=codes.get(rank, exit_code) if rank is not None else exit_code,
-            exception=found[0] if found else f"exited with code {exit_code}",
+            exception=found[0] if found else f"torchrun {exit_words(exit_code)}",
             traceback=found[1] if found else "",
         )
     # torchrun's own verdict first; else a rank that failed by itself (exit code > 0) before
@@ -130,6 +140,6 @@ def single_process_cause(stderr_text: str, exit_code: int) -> RootCause:
     return RootCause(
         rank=0,
         exit_code=exit_code,
-        exception=found[0] if found else f"exited with code {exit_code}",
+        exception=found[0] if found else f"the script {exit_words(exit_code)}",
         traceback=found[1] if found else stderr_text[-2000:],
     )

@@ -12,7 +12,10 @@ The run folder's layout and environment variables are gpudojo.runfolder's.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import logging
+import os
 import sys
 import threading
 import time
@@ -24,21 +27,27 @@ from typing import Any
 
 import psutil
 
-from ..errors import Forbidden, Invalid, NotFound, ServiceError, Unavailable
+from ..errors import Forbidden, Invalid, NotFound, ServiceError, TooLarge, Unavailable
 from ..runfolder import RunFolder, runs_dir
 from .checks import evaluate
+from .engines import engine, engine_infos
+from .engines.base import EngineContext, GeneratedFile, read_engine_state, start_follower
 from .events import EventLog, LineSubscriber, as_dict_subscriber
-from .launch import Launcher, LaunchSpec, LocalLauncher
+from .launch import Launcher, LaunchPlan, LaunchSpec, LocalLauncher, run_env
 from .manifest import Lab, ParamError, load_labs, script_args, validate_params
 from .models import (
     FINAL_STATUSES,
+    Artifact,
+    EngineInfo,
     LabList,
     LabRunRequest,
     LabSummary,
+    LocalWhere,
     RootCause,
     Run,
     ScriptRunRequest,
     StatusEvent,
+    Where,
 )
 from .procs import ProcessTree, kill_all
 from .recovery import recover_orphans
@@ -47,9 +56,28 @@ from .store import RunStore
 from .supervisor import ActiveRun, Supervisor
 
 Subscriber = Callable[[dict[str, Any]], None]
+# Generated files are scripts and manifests of a few kB; past this a file is not what we wrote.
+MAX_ARTIFACT_BYTES = 4 * 2**20
 
 
-def mode_note(device_mode: str, backend: str, launcher: str, kind: str = "lab") -> str:
+ENGINE_NOTES = {
+    "torchrun-nodes": "torchrun on {n} node(s) joined by a c10d rendezvous on this machine; ",
+    "slurm": "a Slurm batch job on {n} node(s); ",
+    "kubernetes": "a Kubernetes job of {n} pod(s); ",
+}
+
+
+def mode_note(
+    device_mode: str, backend: str, launcher: str, kind: str = "lab", engine_name: str = "local", nnodes: int = 1
+) -> str:
+    if engine_name != "local":
+        where = ENGINE_NOTES[engine_name].format(n=nnodes)
+        if device_mode == "gpu":
+            return f"Runs as {where}ranks talk through NCCL."
+        return (
+            f"Runs as {where}no GPUs asked for, so ranks talk through gloo over TCP: collectives work as on "
+            "GPUs, but timings show CPU and network speed, not NVLink or InfiniBand."
+        )
     if device_mode == "gpu":
         comm = " Processes talk through NCCL." if backend == "nccl" else ""
         return f"Runs on this machine's GPUs.{comm}"
@@ -94,6 +122,9 @@ class RunService:
         self._lock = threading.RLock()
         self._queue: deque[str] = deque()
         self._active: dict[str, ActiveRun] = {}
+        # Runs that ended while the database refused writes (locked, full disk): shown from here,
+        # saved by the next submit.
+        self._unsaved: dict[str, Run] = {}
         self._closed = False
         me = psutil.Process()
         self._owner = (me.pid, me.create_time())
@@ -142,10 +173,16 @@ class RunService:
         else:
             runs = self._lab_runs(req, user, gpus)
         with self._lock:
+            for run_id in list(self._unsaved):
+                self.store.save(self._unsaved[run_id])
+                del self._unsaved[run_id]
+            for run, _ in runs:
+                # Saved before it is queued: a database that refuses it (locked, on a full disk)
+                # is a 503 that leaves no run behind to start later.
+                self.store.save(run, owner=self._owner)
             for run, active in runs:
                 self._active[run.id] = active
                 self._queue.append(run.id)
-                self.store.save(run, owner=self._owner)
                 self.events.emit(run.id, StatusEvent, run=run)
             self._schedule()
             return [run.model_copy(deep=True) for run, _ in runs]
@@ -174,7 +211,10 @@ class RunService:
                 raise Invalid(f"Bad parameters for {lab.manifest.id}: {err}", detail=err.errors) from err
         group_param = req.sweep.param if req.sweep else None
         recording = {"record_memory": req.record_memory, "record_profile": req.record_profile}
-        return [self._new_lab_run(lab, params, user, gpus, group, group_param, **recording) for params in validated]
+        return [
+            self._new_lab_run(lab, params, user, gpus, group, group_param, req.where, **recording)
+            for params in validated
+        ]
 
     def _new_lab_run(
         self,
@@ -184,11 +224,13 @@ class RunService:
         gpus: int,
         group: str | None,
         group_param: str | None,
+        where: Where,
         record_memory: bool,
         record_profile: bool,
     ) -> tuple[Run, ActiveRun]:
         m = lab.manifest
         nproc = int(params.get("nproc", 1)) if m.launcher == "torchrun" else 1
+        gpus = self._engine_gpus(where, gpus)
         if gpus and m.launcher == "torchrun" and nproc > gpus:
             # NCCL gives each rank a GPU of its own; two ranks cannot share one.
             message = f"{nproc} processes but {gpus} GPU(s) here: with NCCL each rank needs a GPU of its own"
@@ -210,13 +252,24 @@ class RunService:
             group_param=group_param,
             record_memory=record_memory,
             record_profile=record_profile,
+            where=where,
         )
+
+    @staticmethod
+    def _engine_gpus(where: Where, gpus: int) -> int:
+        """GPUs per node as the run will have them: this machine's for local runs and for node 0
+        of a torchrun-nodes job; what the request asks each node for with a scheduler."""
+        return getattr(where, "gpus_per_node", gpus)
 
     def _script_run(self, req: ScriptRunRequest, user: str, gpus: int) -> tuple[Run, ActiveRun]:
         target = (self.root_dir / req.path).resolve()
         if not target.is_relative_to(self.root_dir):
             raise Forbidden(f"{req.path} is outside the server's root folder.", "outside_root")
-        if not target.is_file() or target.suffix != ".py":
+        try:
+            is_file = target.is_file()
+        except OSError:  # e.g. a name longer than the file system allows: no such file either
+            is_file = False
+        if not is_file or target.suffix != ".py":
             raise NotFound(f"{req.path} is not a Python file in the server's root folder.")
         relative = str(target.relative_to(self.root_dir))
         run, active = self._prepare(
@@ -229,11 +282,12 @@ class RunService:
             launcher=req.launcher,
             nproc=req.nproc,
             user=user,
-            gpus=gpus,
+            gpus=self._engine_gpus(req.where, gpus),
             group=None,
             group_param=None,
             record_memory=req.record_memory,
             record_profile=req.record_profile,
+            where=req.where,
         )
         run.script_path, run.script_args = relative, list(req.args)
         return run, active
@@ -255,7 +309,19 @@ class RunService:
         group_param,
         record_memory,
         record_profile,
+        where: Where | None = None,
     ) -> tuple[Run, ActiveRun]:
+        where = where or LocalWhere()
+        if where.engine != "local" and launcher != "torchrun":
+            raise Invalid(
+                f"{title} runs as one plain Python process; {where.engine} runs torchrun jobs "
+                '(labs with launcher = "torchrun" such as lab-03-ddp, or a script with launcher torchrun).',
+                "engine_needs_torchrun",
+            )
+        if where.engine != "local":
+            ok, reason = engine(where.engine).availability()
+            if not ok:
+                raise Unavailable(f"{where.engine} cannot run jobs from this machine: {reason}", "engine_unavailable")
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         folder = self.folder(run_id)
         folder.path.mkdir(parents=True)
@@ -273,7 +339,16 @@ class RunService:
             record_memory=record_memory,
             record_profile=record_profile,
         )
-        plan = self.launcher.plan(spec)
+        artifacts: list[Artifact] = []
+        if where.engine == "local":
+            plan = self.launcher.plan(spec)
+        else:
+            ctx = self._engine_context(spec, title, lab)
+            files = engine(where.engine).generate(ctx, where)
+            artifacts = write_artifacts(folder.artifacts_dir, files)
+            argv, env = engine(where.engine).command(ctx, where, folder.artifacts_dir)
+            plan = LaunchPlan(argv=argv, env=env, cwd=folder.path)
+        nnodes = getattr(where, "nnodes", None) or getattr(where, "nodes", 1)
         run = Run(
             id=run_id,
             kind=kind,
@@ -285,7 +360,7 @@ class RunService:
             status="queued",
             backend=backend,
             device_mode=device_mode,
-            mode_note=mode_note(device_mode, backend, launcher, kind),
+            mode_note=mode_note(device_mode, backend, launcher, kind, where.engine, nnodes),
             argv=list(plan.argv),
             created_at=time.time(),
             group=group,
@@ -293,12 +368,69 @@ class RunService:
             user=user,
             record_memory=record_memory,
             record_profile=record_profile,
+            engine=where.engine,
+            where=where.model_dump(),
+            nnodes=nnodes,
+            artifacts=artifacts,
         )
         if lab is not None:
             run.checks = evaluate(
                 lab.manifest.checks, params, {}, {}, has_gpu=gpus > 0, gpus=gpus, finished=False, succeeded=False
             )
         return run, ActiveRun(run, plan, folder, lab)
+
+    def preview(self, req: LabRunRequest, gpus: int = 0) -> list[GeneratedFile]:
+        """What ``req.where``'s engine would submit for this lab (manifests, a batch script,
+        commands), made without a run, a folder or a cluster (`gpudojo lab manifest`)."""
+        if req.where.engine == "local":
+            raise Invalid("Choose an engine beyond this machine: torchrun-nodes, slurm or kubernetes.", "no_engine")
+        labs, problems = load_labs(self.labs_root)
+        lab = labs.get(req.lab)
+        if lab is None:
+            why = next((p.message for p in problems if p.lab == req.lab), None)
+            raise NotFound(f"No runnable lab {req.lab!r}" + (f": {why}" if why else "."))
+        m = lab.manifest
+        if m.launcher != "torchrun":
+            raise Invalid(
+                f"{m.id} runs as one plain Python process; engines run torchrun labs.", "engine_needs_torchrun"
+            )
+        try:
+            params = validate_params(m, dict(req.params))
+        except ParamError as err:
+            raise Invalid(f"Bad parameters for {m.id}: {err}", detail=err.errors) from err
+        gpus = self._engine_gpus(req.where, gpus)
+        run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        spec = LaunchSpec(
+            run_id=run_id,
+            folder=self.folder(run_id),
+            entry=lab.entry,
+            args=script_args(m, params),
+            launcher=m.launcher,
+            nproc=int(params.get("nproc", 1)),
+            dist_backend="nccl" if gpus > 0 else "gloo",
+            record_memory=req.record_memory,
+            record_profile=req.record_profile,
+        )
+        return engine(req.where.engine).generate(self._engine_context(spec, m.title, lab), req.where)
+
+    def _engine_context(self, spec: LaunchSpec, title: str, lab: Lab | None) -> EngineContext:
+        python = getattr(self.launcher, "python", sys.executable)
+        return EngineContext(
+            run_id=spec.run_id,
+            folder=spec.folder,
+            entry=spec.entry,
+            args=spec.args,
+            launcher=spec.launcher,
+            nproc=spec.nproc,
+            dist_backend=spec.dist_backend,
+            title=title,
+            lab_id=lab.manifest.id if lab else None,
+            lab_folder=lab.folder if lab else None,
+            record_memory=spec.record_memory,
+            record_profile=spec.record_profile,
+            python=python,
+            env=run_env(spec),
+        )
 
     # --- queue ----------------------------------------------------------------------------
 
@@ -322,7 +454,10 @@ class RunService:
     def _start(self, active: ActiveRun) -> None:
         run = active.run
         try:
-            proc = self.launcher.start(active.plan)
+            if run.engine == "local":
+                proc = self.launcher.start(active.plan)
+            else:
+                proc = start_follower(active.plan.argv, active.plan.env, active.plan.cwd)
         except OSError as err:
             run.status, run.ended_at = "failed", time.time()
             run.root_cause = RootCause(exception=f"could not start: {err}")
@@ -373,26 +508,46 @@ class RunService:
         code = run.exit_code
         if active.cancel_reason == "timed_out":
             run.status = "timed_out"
+        elif active.cancel_reason == "disk_full":
+            run.status = "failed"
         elif active.cancel_reason:
             run.status = "cancelled"
         else:
             run.status = "succeeded" if code == 0 else "failed"
-        if run.status in ("failed", "timed_out") or (code and run.status != "cancelled"):
+        if active.cancel_reason == "disk_full":
+            run.root_cause = RootCause(
+                exception=f"The run's output could not be saved ({active.disk_error}), so the run was stopped. "
+                "Free space on that disk, then start it again."
+            )
+        elif run.status in ("failed", "timed_out") or (code and run.status != "cancelled"):
             run.root_cause = self._root_cause(run, code, "\n".join(active.launcher_stderr))
         self._update_checks(active, finished=True)
         self._finish_bookkeeping(active)
 
     def _root_cause(self, run: Run, code: int | None, launcher_text: str) -> RootCause | None:
+        state = read_engine_state(self.folder(run.id)) if run.engine != "local" else None
+        if state and isinstance(state.get("root_cause"), dict):
+            # The follower saw what the ranks could not: a node lost, a job ended by its scheduler.
+            with contextlib.suppress(ValueError):
+                return RootCause.model_validate(state["root_cause"])
+        if run.status == "timed_out":
+            # What the ranks said as they were stopped (torchrun's SignalException) is not the cause.
+            rank = 0 if run.launcher == "python" else None
+            return RootCause(rank=rank, exit_code=code, exception=f"stopped after {self.run_timeout_s:g} s (timeout)")
         if run.launcher == "torchrun":
             return root_cause(self.folder(run.id).torchrun_dir, launcher_text, code)
-        if run.status == "timed_out":
-            return RootCause(rank=0, exit_code=code, exception=f"stopped after {self.run_timeout_s:g} s (timeout)")
         return single_process_cause(launcher_text, code or 0)
 
     def _finish_bookkeeping(self, active: ActiveRun) -> None:
         run = active.run
         with self._lock:
-            self.store.save(run)
+            try:
+                self.store.save(run)
+            except ServiceError as err:
+                # The run has ended all the same: its stream says how; the database (locked, on a
+                # full disk) keeps its last state until a restart marks it lost.
+                logging.getLogger(__name__).warning("gpudojo: run %s ended %s, not saved: %s", run.id, run.status, err)
+                self._unsaved[run.id] = run
             self.events.emit(run.id, StatusEvent, run=run)
             self._active.pop(run.id, None)
             self._schedule()
@@ -444,11 +599,39 @@ class RunService:
         self.store.save(run)
         return run
 
+    def engines(self) -> list[EngineInfo]:
+        return engine_infos()
+
+    def artifacts(self, run_id: str) -> list[Artifact]:
+        return self.get(run_id).artifacts
+
+    def artifact(self, run_id: str, name: str) -> Artifact:
+        """One generated file of a run, with its text."""
+        listed = {a.name: a for a in self.artifacts(run_id)}
+        if name not in listed:
+            raise NotFound(f"Run {run_id} has no artifact {name!r} (it has: {', '.join(listed) or 'none'}).")
+        path = self.folder(run_id).artifacts_dir / name
+        # The run's own processes can write into its folder: a file swapped for a link to
+        # elsewhere, or grown huge, is refused, never followed or read whole.
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise Forbidden(f"Artifact {name} of run {run_id} is a link; it is not served.", "outside_run") from err
+            raise NotFound(f"Artifact {name} of run {run_id} is gone: {err.strerror}") from err
+        with os.fdopen(fd, "rb") as f:
+            if os.fstat(f.fileno()).st_size > MAX_ARTIFACT_BYTES:
+                raise TooLarge(f"Artifact {name} of run {run_id} is over {MAX_ARTIFACT_BYTES // 2**20} MiB.")
+            text = f.read(MAX_ARTIFACT_BYTES).decode("utf-8", errors="replace")
+        return listed[name].model_copy(update={"content": text})
+
     def get(self, run_id: str) -> Run:
         with self._lock:
             active = self._active.get(run_id)
             if active is not None:
                 return active.run.model_copy(deep=True)
+            if run_id in self._unsaved:
+                return self._unsaved[run_id].model_copy(deep=True)
         run = self.store.get(run_id)
         if run is None:
             raise NotFound(f"No run {run_id!r}.")
@@ -456,7 +639,8 @@ class RunService:
 
     def list(self, **filters: Any) -> list[Run]:
         with self._lock:
-            live = {rid: a.run.model_copy(deep=True) for rid, a in self._active.items()}
+            live = {rid: r.model_copy(deep=True) for rid, r in self._unsaved.items()}
+            live |= {rid: a.run.model_copy(deep=True) for rid, a in self._active.items()}
         return [live.get(r.id, r) for r in self.store.list(**filters)]
 
     def wait(self, run_id: str, timeout: float | None = None) -> Run:
@@ -502,3 +686,13 @@ class RunService:
 
 def is_final(run: Run) -> bool:
     return run.status in FINAL_STATUSES
+
+
+def write_artifacts(folder: Path, files: list[GeneratedFile]) -> list[Artifact]:
+    """Write an engine's generated files into the run's artifacts/ folder; their listing."""
+    folder.mkdir(parents=True, exist_ok=True)
+    listed = []
+    for f in files:
+        (folder / f.name).write_text(f.content, encoding="utf-8")
+        listed.append(Artifact(name=f.name, title=f.title, media_type=f.media_type))
+    return listed

@@ -5,6 +5,7 @@ launcher exits, every process of the tree reaped before the run service is told.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -15,16 +16,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..runfolder import RunFolder
+from ..errors import ServiceError
+from ..runfolder import METRIC_LINE_PREFIX, RunFolder
+from .engines.base import read_engine_state
 from .events import EventLog
 from .launch import LaunchPlan
 from .manifest import Lab
-from .models import LogEvent, MetricEvent, Run, TruncatedEvent
-from .procs import ProcessTree
+from .models import LogEvent, MetricEvent, NodeStatus, Rendezvous, Run, StatusEvent, TruncatedEvent
+from .procs import ProcessTree, kill_all, processes_of_run
 from .store import RunStore
 
 # torchrun --tee prefixes each worker line with "[<role><local rank>]:".
 _TEE_PREFIX = re.compile(r"^\[default(\d+)\]:(.*)$", re.DOTALL)
+# The longest piece of a line read at once (bytes): a rank printing gigabytes without a newline
+# must not make the server hold them; the rest of such a line comes as further pieces.
+MAX_LINE_BYTES = 64 * 1024
 
 
 class ActiveRun:
@@ -44,9 +50,14 @@ class ActiveRun:
         self.metric_offsets: dict[Path, int] = {}
         self.log_bytes = 0
         self.truncated = False
+        # Why the run's folder refused its output (no space left on the disk), once it did: the
+        # supervisor then stops the run (cancel_reason "disk_full") and it ends failed, saying so.
+        self.disk_error: str | None = None
         # The launcher's own stderr (torchrun's summary; a python lab's traceback), kept apart
         # from stdout so lines printed meanwhile cannot split a traceback.
         self.launcher_stderr: deque[str] = deque(maxlen=2000)
+        # engine.json's last modification seen (engines beyond this machine report through it).
+        self.engine_state_mtime = 0.0
 
 
 class Supervisor:
@@ -95,18 +106,62 @@ class Supervisor:
     def _read_stream(self, pipe: Any, stream: str, launcher_log: Any) -> None:
         active = self.active
         single = active.run.launcher == "python"
-        for raw in iter(pipe.readline, b""):
+        for raw in iter(lambda: pipe.readline(MAX_LINE_BYTES), b""):
             text = raw.decode(errors="replace").rstrip("\n")
             rank: int | None = 0 if single else None
             if not single and (m := _TEE_PREFIX.match(text)):
                 rank, text = int(m[1]), m[2]
+                if text.startswith(METRIC_LINE_PREFIX + " "):
+                    # A rank on another machine (a node, a pod) prints its metrics: file them.
+                    self._metric_line(rank, text[len(METRIC_LINE_PREFIX) + 1 :])
+                    continue
             else:
                 with self._lock:
-                    launcher_log.write(raw)
+                    if active.disk_error is None:
+                        try:
+                            launcher_log.write(raw)
+                        except OSError as err:  # the pipe is still drained, or the run would block
+                            active.disk_error = f"{err.strerror or err}: {active.folder.launcher_log}"
                     if stream == "stderr":
                         active.launcher_stderr.append(text)
             self._log(rank, stream, text)
         pipe.close()
+
+    def _metric_line(self, rank: int, line: str) -> None:
+        """Append a metric line a rank printed to metrics/rank<N>.jsonl, where read_metrics
+        (the watch loop) picks it up as it does the lines labkit writes itself."""
+        path = self.active.folder.metrics_file(rank)
+        with self._lock:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(line.rstrip("\n") + "\n")
+
+    def read_engine_state(self) -> bool:
+        """Take the job id, state, nodes and rendezvous from engine.json when it changed."""
+        active = self.active
+        path = active.folder.engine_state
+        try:
+            mtime = path.stat().st_mtime_ns
+        except OSError:
+            return False
+        if mtime == active.engine_state_mtime:
+            return False
+        active.engine_state_mtime = mtime
+        doc = read_engine_state(active.folder)
+        if doc is None:
+            return False
+        run = active.run
+        before = (run.job_id, run.job_state, run.nodes, run.rendezvous)
+        try:
+            run.job_id = str(doc["job_id"]) if doc.get("job_id") is not None else run.job_id
+            run.job_state = str(doc["job_state"]) if doc.get("job_state") is not None else run.job_state
+            if isinstance(doc.get("nodes"), list):
+                run.nodes = [NodeStatus.model_validate(n) for n in doc["nodes"]]
+            if isinstance(doc.get("rendezvous"), dict):
+                run.rendezvous = Rendezvous.model_validate(doc["rendezvous"])
+        except (ValueError, TypeError, KeyError):
+            return False  # a follower's bad document must not stop the watch
+        return (run.job_id, run.job_state, run.nodes, run.rendezvous) != before
 
     def _log(self, rank: int | None, stream: str, text: str) -> None:
         active = self.active
@@ -175,19 +230,34 @@ class Supervisor:
                 self._terminate_soon("cancelled")
             if time.monotonic() > deadline and active.cancel_reason is None:
                 self._terminate_soon("timed_out")
-            pids = tree.refresh()
-            if pids != last_pids:
-                self.store.set_pids(run.id, pids)
-                last_pids = pids
-            if self.read_metrics():
-                self.on_metrics(active)
+            disk_error = active.disk_error or self.events.write_errors.get(run.id)
+            if disk_error and active.cancel_reason is None:
+                active.disk_error = disk_error
+                self._terminate_soon("disk_full")
+            try:
+                pids = tree.refresh()
+                if pids != last_pids:
+                    self.store.set_pids(run.id, pids)
+                    last_pids = pids
+                if self.read_metrics():
+                    self.on_metrics(active)
+                if run.engine != "local" and self.read_engine_state():
+                    self.store.save(run)
+                    self.events.emit(run.id, StatusEvent, run=run)
+            except ServiceError:
+                pass  # the run database is locked or on a full disk: the next round tries again
             time.sleep(0.2)
-        # The launcher has exited; no worker of it may outlive it.
+        # The launcher has exited; no worker of it may outlive it, seen by the tree or not
+        # (torchrun SIGKILLed just after starting one).
         tree.kill()
+        kill_all(processes_of_run(run.id))
         for t in readers:
             t.join(timeout=10)
-        launcher_log.close()
+        with contextlib.suppress(OSError):  # a full disk: what is still buffered is lost
+            launcher_log.close()
         self.read_metrics()
+        if run.engine != "local":
+            self.read_engine_state()
         run.exit_code = proc.returncode
         run.ended_at = time.time()
         self.on_exit(active)

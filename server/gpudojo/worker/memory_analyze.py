@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudojo.memory.analysis import write_analysis
-from gpudojo.memory.snapshot import RefusedPickle, read_capture
+from gpudojo.memory.snapshot import CaptureTooLarge, RefusedPickle, read_capture
 
 
 def analyse(source: Path, folder: Path, emit=None) -> tuple[dict[str, Any], int]:
@@ -36,7 +36,10 @@ def analyse(source: Path, folder: Path, emit=None) -> tuple[dict[str, Any], int]
         parsed = read_capture(source, on_progress=progress)
     except RefusedPickle as err:
         return {"error": {"kind": "refused", "message": str(err)}}, 3
-    except (ValueError, KeyError, TypeError, IndexError, OSError) as err:
+    except CaptureTooLarge as err:
+        return {"error": {"kind": "too_large", "message": str(err)}}, 3
+    # A file of the wrong shape fails in any of these ways; none may end the warm worker.
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError, OSError) as err:
         return {"error": {"kind": "invalid", "message": f"{type(err).__name__}: {err}"}}, 3
     progress("indexing", None)
     summary = write_analysis(parsed, folder)

@@ -20,9 +20,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# How often (s) a busy worker's memory is looked at, when it has a cap.
+MEMORY_POLL_S = 0.25
+
 
 class WorkerFailure(RuntimeError):
-    """The worker hung (kind "timeout"), died ("crashed") or could not start."""
+    """The worker hung (kind "timeout"), died ("crashed"), outgrew its memory cap ("memory")
+    or could not start."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -51,6 +55,7 @@ class WarmWorker:
         failure: type[WorkerFailure] = WorkerFailure,
         args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
+        max_rss_bytes: int | None = None,
     ) -> None:
         self.module = module
         self.log_path = log_path
@@ -59,6 +64,9 @@ class WarmWorker:
         self.failure = failure
         self.args = args
         self.env = env
+        # Resident memory (bytes) past which the worker is stopped while it works on a request:
+        # a compile bomb (templates that instantiate without end) grows by ~150 MB/s.
+        self.max_rss_bytes = max_rss_bytes
         self.proc: subprocess.Popen | None = None
         self.info: dict[str, Any] = {}
         self._buffer = b""
@@ -111,7 +119,10 @@ class WarmWorker:
             sel.register(fd, selectors.EVENT_READ)
             while b"\n" not in self._buffer:
                 left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(left):
+                if left > 0 and not sel.select(min(left, MEMORY_POLL_S)):
+                    self._check_memory()
+                    continue
+                if left <= 0:
                     self.stop()
                     limit = timeout_s if timeout_s is not None else left_s
                     raise self.failure("timeout", f"The {self.name} took longer than {limit:g} s and was stopped.")
@@ -124,6 +135,23 @@ class WarmWorker:
                 self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return json.loads(line)
+
+    def _check_memory(self) -> None:
+        """Stop the worker and raise a failure of kind "memory" when it holds more than max_rss_bytes."""
+        if self.max_rss_bytes is None or self.proc is None:
+            return
+        import psutil
+
+        try:
+            rss = psutil.Process(self.proc.pid).memory_info().rss
+        except psutil.Error:
+            return  # gone: the next read sees its end
+        if rss > self.max_rss_bytes:
+            self.stop()
+            raise self.failure(
+                "memory",
+                f"The {self.name} used more than {self.max_rss_bytes // 2**20} MiB of memory and was stopped.",
+            )
 
     def stop(self) -> None:
         if self.proc is not None:

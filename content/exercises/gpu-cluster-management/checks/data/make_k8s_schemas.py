@@ -20,28 +20,11 @@ import json
 import sys
 from pathlib import Path
 
+# The same walk over $refs, and the same trimming, as the Kubernetes engine's schema subset.
+from gpudojo.runs.engines.schemas.make_core_schemas import refs, strip
+
 KINDS = ("Namespace", "ResourceQuota", "Pod")
 OUT = Path(__file__).with_name("k8s-schemas-v1.33.json")
-
-
-def refs(node):
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "$ref":
-                yield value
-            else:
-                yield from refs(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from refs(value)
-
-
-def strip(node):
-    if isinstance(node, dict):
-        return {k: strip(v) for k, v in node.items() if k != "description"}
-    if isinstance(node, list):
-        return [strip(v) for v in node]
-    return node
 
 
 def main(folder: Path) -> None:

@@ -1,0 +1,161 @@
+"""``gpudojo node join HOST:PORT --token T``: run one node of a torchrun-nodes job.
+
+The host (the machine whose gpudojo started the run) gives the job: the lab to run (found in
+this machine's own gpudojo installation) or the script's text, its arguments, processes per
+node and the rendezvous. This node starts its torchrun agent with them and streams every line
+the agent prints back to the host, where the run view shows it under this node. When the
+host says cancel, or goes away, the agent and its workers are stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from .. import __version__
+from ..paths import material_root
+from ..runfolder import METRIC_LINE_PREFIX
+from .engines.nodes import node_env, torchrun_argv
+from .manifest import load_labs
+
+
+class JoinError(RuntimeError):
+    """The host refused this node, or the job cannot run here; the message says why."""
+
+
+def _entry(job: dict[str, Any], scratch: Path) -> Path:
+    if job.get("lab"):
+        labs, problems = load_labs(material_root("labs"))
+        lab = labs.get(job["lab"])
+        if lab is None:
+            why = next((p.message for p in problems if p.lab == job["lab"]), "not in this installation")
+            raise JoinError(f"lab {job['lab']} cannot run on this node: {why}")
+        return lab.entry
+    name = Path(str(job.get("entry", "script.py"))).name
+    path = scratch / name
+    path.write_text(str(job["script"]), encoding="utf-8")
+    return path
+
+
+def connect(address: str, token: str, timeout: float = 10.0) -> tuple[socket.socket, Any, dict[str, Any]]:
+    """Say hello to the host's relay; the connection, its reader, and the job."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise JoinError(f"{address!r} is not HOST:PORT (copy the join command from the run)")
+    try:
+        sock = socket.create_connection((host, int(port)), timeout=timeout)
+    except OSError as err:
+        raise JoinError(f"cannot reach the host at {address}: {err.strerror or err}") from err
+    hello = {"hello": 1, "token": token, "node": socket.gethostname(), "version": __version__}
+    sock.sendall(json.dumps(hello).encode() + b"\n")
+    reader = sock.makefile("rb")
+    line = reader.readline(1 << 20)
+    try:
+        answer = json.loads(line)
+    except ValueError as err:
+        raise JoinError(f"the host at {address} did not answer as a gpudojo relay") from err
+    if "error" in answer:
+        raise JoinError(f"the host refused this node: {answer['error']}")
+    sock.settimeout(None)
+    return sock, reader, answer["job"]
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """The agent and every worker it started (they may sit in sessions of their own)."""
+    try:
+        family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    for p in family:
+        with contextlib.suppress(psutil.Error):
+            p.terminate()
+    _, alive = psutil.wait_procs(family, timeout=5)
+    for p in alive:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+
+
+def join(address: str, token: str, *, local_addr: str | None = None, python: str = sys.executable) -> int:
+    """Run this node's part of the job to its end; torchrun's exit code."""
+    sock, reader, job = connect(address, token)
+    local = local_addr or sock.getsockname()[0]
+    send_lock = threading.Lock()
+
+    def send(doc: dict[str, Any]) -> None:
+        with send_lock, contextlib.suppress(OSError):
+            sock.sendall(json.dumps(doc).encode() + b"\n")
+
+    with tempfile.TemporaryDirectory(prefix=f"gpudojo-node-{job['run_id']}-") as tmp:
+        scratch = Path(tmp)
+        try:
+            entry = _entry(job, scratch)
+        except JoinError as err:
+            send({"o": "err", "t": f"gpudojo node join: {err}"})
+            send({"exit": 2})
+            raise
+        argv = torchrun_argv(python, job, local_addr=local, log_dir=scratch / "torchrun", entry=entry)
+        env = node_env({k: v for k, v in os.environ.items() if k != "GPUDOJO_RUN_DIR"}, job, local)
+        print(f"gpudojo: joined run {job['run_id']} as a node; rendezvous at {job['rdzv_endpoint']}", flush=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=entry.parent,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+
+        def relay(pipe: Any, stream: str) -> None:
+            for raw in iter(pipe.readline, b""):
+                text = raw.decode(errors="replace").rstrip("\n")
+                if METRIC_LINE_PREFIX not in text:  # the host files metric lines; this terminal needs none
+                    print(text, file=sys.stdout if stream == "out" else sys.stderr, flush=True)
+                send({"o": stream, "t": text})
+            pipe.close()
+
+        stopped = threading.Event()
+
+        def listen() -> None:
+            # A cancel from the host, or the host gone: this node's job is over.
+            with contextlib.suppress(OSError, ValueError):
+                for raw in iter(lambda: reader.readline(1 << 16), b""):
+                    if json.loads(raw).get("cancel"):
+                        break
+            if proc.poll() is None:
+                stopped.set()
+                _kill_tree(proc)
+
+        pumps = [
+            threading.Thread(target=relay, args=(p, s), daemon=True)
+            for p, s in ((proc.stdout, "out"), (proc.stderr, "err"))
+        ]
+        for t in [*pumps, threading.Thread(target=listen, daemon=True)]:
+            t.start()
+        previous = signal.signal(signal.SIGTERM, lambda *_: _kill_tree(proc))
+        try:
+            code = proc.wait()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        for t in pumps:
+            t.join(timeout=10)
+        if stopped.is_set():
+            code = 143  # however the agent took its SIGTERM, this node did not finish its part
+        send({"exit": code})
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        sock.close()
+    if stopped.is_set():
+        print("gpudojo: the host stopped the run (cancelled, or it ended elsewhere); this node stopped too", flush=True)
+    return code

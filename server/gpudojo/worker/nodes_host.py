@@ -1,0 +1,370 @@
+"""The host side of a torchrun-nodes run: node 0's torchrun agent, and the relay the other
+nodes' agents report through.
+
+Started by the run service (its stdout and stderr are the run's log) as::
+
+    python -m gpudojo.worker.nodes_host --run-dir DIR --artifacts DIR -- <node 0's torchrun argv>
+
+It listens on the job's relay address for ``gpudojo node join`` (gpudojo.runs.node_join).
+The relay protocol is JSON lines over TCP:
+
+- node -> host: ``{"hello": 1, "token", "node", "version"}``; host -> node: ``{"job": {...}}``
+  (the job without the token) or ``{"error": "..."}`` and the connection closes;
+- node -> host: ``{"o": "out" | "err", "t": line}`` for every line its agent prints (rank lines
+  carry ``[default<global rank>]:``; metric lines go to the host's log like any rank line);
+  ``{"exit": code}`` when its agent ends;
+- host -> node: ``{"cancel": true}`` when the run is cancelled or over; a node whose host
+  goes away stops its agent too.
+
+engine.json tells the run service who joined, who is missing, which ranks each node runs,
+the rendezvous state, and, when another node failed first or was lost, the root cause.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hmac
+import json
+import re
+import signal
+import socket
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from gpudojo import __version__
+from gpudojo.runfolder import RunFolder
+from gpudojo.runs.engines.base import write_engine_state
+from gpudojo.runs.engines.nodes import JOB_FILE
+
+RANK_LINE = re.compile(r"^\[default(\d+)\]:")
+MAX_LINE = 1 << 20  # a relay line longer than this closes the relay (nothing legitimate is)
+HELLO_TIMEOUT_S = 10.0
+# How long the host waits, once node 0 ended, for the other nodes to report how they ended.
+NODES_GRACE_S = 30.0
+# Errors a rank raises because another rank died first: never the root cause when a first
+# failure is known.
+SECONDARY = re.compile(
+    r"Connection (closed|reset) by peer|DistBackendError|Broken pipe|ProcessGroupGloo|gloo|"
+    r"RendezvousClosedError|Socket Timeout|Connection refused",
+    re.IGNORECASE,
+)
+TRACEBACK = "Traceback (most recent call last):"
+
+
+class Node:
+    """One node as the host sees it."""
+
+    def __init__(self, index: int, name: str, detail: str = "") -> None:
+        self.index = index
+        self.name = name
+        self.detail = detail
+        self.state = "joined"
+        self.ranks: set[int] = set()
+        self.exit_code: int | None = None
+        self.conn: socket.socket | None = None
+        self.ended_at: float | None = None
+        # Each rank's recent stderr lines, for its traceback if it fails.
+        self.rank_lines: dict[int, deque[str]] = {}
+        self.first_traceback_at: dict[int, float] = {}
+
+
+class Host:
+    """The job's state, shared by node 0's pumps and the relay threads."""
+
+    def __init__(self, folder: RunFolder, job: dict[str, Any]) -> None:
+        self.folder = folder
+        self.job = job
+        self.lock = threading.RLock()
+        self.out_lock = threading.Lock()
+        self.nodes: list[Node] = [Node(0, f"{socket.gethostname()} (node 0, this machine)", job["rdzv_endpoint"])]
+        self.nodes[0].state = "running"
+        self.rendezvous_state = "waiting"
+        self.root_cause: dict[str, Any] | None = None
+        self.cancelled = threading.Event()
+        self.node0_ended_at: float | None = None
+
+    # --- output ---------------------------------------------------------------------------
+
+    def emit(self, node: Node, stream: str, text: str) -> None:
+        """Print one line of a node's agent as the run's log, and learn from it."""
+        m = RANK_LINE.match(text)
+        changed = False
+        with self.lock:
+            if m:
+                rank = int(m[1])
+                if rank not in node.ranks:
+                    node.ranks.add(rank)
+                    changed = True
+                if self.rendezvous_state == "waiting":
+                    # A rank printing means the rendezvous completed and workers started.
+                    self.rendezvous_state = "complete"
+                    changed = True
+                body = text[m.end() :]
+                lines = node.rank_lines.setdefault(rank, deque(maxlen=400))
+                lines.append(body)
+                if body.startswith(TRACEBACK) and rank not in node.first_traceback_at:
+                    node.first_traceback_at[rank] = time.time()
+            elif "RendezvousTimeoutError" in text and self.rendezvous_state == "waiting":
+                self.rendezvous_state = "timed_out"
+                changed = True
+        with self.out_lock:
+            out = sys.stdout if stream == "out" else sys.stderr
+            out.write(text + "\n")
+            out.flush()
+        if changed:
+            self.publish()
+
+    # --- engine.json ----------------------------------------------------------------------
+
+    def publish(self) -> None:
+        with self.lock:
+            joined = [n.name for n in self.nodes]
+            nodes = [
+                {"name": n.name, "state": n.state, "ranks": sorted(n.ranks), "detail": n.detail} for n in self.nodes
+            ]
+            waiting_word = "missing" if self.rendezvous_state in ("timed_out", "closed") else "waiting"
+            for k in range(len(self.nodes), self.job["max_nodes"]):
+                detail = "has not joined: run the join command on it" if waiting_word == "waiting" else "never joined"
+                nodes.append({"name": f"node {k}", "state": waiting_word, "ranks": [], "detail": detail})
+            state: dict[str, Any] = {
+                "job_id": self.job["rdzv_endpoint"] + "/" + self.job["run_id"],
+                "job_state": self.rendezvous_state.upper() if self.node0_ended_at is None else "ENDED",
+                "nodes": nodes,
+                "rendezvous": {
+                    "endpoint": self.job["rdzv_endpoint"],
+                    "id": self.job["run_id"],
+                    "min_nodes": self.job["min_nodes"],
+                    "max_nodes": self.job["max_nodes"],
+                    "joined": joined,
+                    "timeout_s": self.job["join_timeout_s"],
+                    "state": self.rendezvous_state,
+                },
+            }
+            if self.root_cause:
+                state["root_cause"] = self.root_cause
+        write_engine_state(self.folder, state)
+
+    # --- the other nodes ------------------------------------------------------------------
+
+    def admit(self, name: str, address: str, conn: socket.socket) -> Node | str:
+        """A new node, or why it is refused."""
+        with self.lock:
+            if self.node0_ended_at is not None or self.cancelled.is_set():
+                return "the run is over"
+            if len(self.nodes) >= self.job["max_nodes"]:
+                return f"the job has its {self.job['max_nodes']} nodes already"
+            node = Node(len(self.nodes), f"{name} (node {len(self.nodes)})", address)
+            node.conn = conn
+            self.nodes.append(node)
+        self.publish()
+        return node
+
+    def node_ended(self, node: Node, code: int | None) -> None:
+        with self.lock:
+            node.ended_at = time.time()
+            node.exit_code = code
+            if code is None:
+                node.state = "lost" if not self.cancelled.is_set() else "failed"
+            else:
+                node.state = "succeeded" if code == 0 else "failed"
+            if node.state in ("lost", "failed") and not self.cancelled.is_set() and self.root_cause is None:
+                self.root_cause = self._remote_cause(node)
+        self.publish()
+
+    def _remote_cause(self, node: Node) -> dict[str, Any] | None:
+        """The root cause when ``node`` failed first (a primary error in one of its ranks) or
+        was lost; None when its ranks only failed because another rank died (node 0's torchrun
+        error files then name the real one)."""
+        if node.state == "lost":
+            rank = min(node.ranks) if node.ranks else None
+            return {
+                "rank": rank,
+                "exit_code": None,
+                "exception": f"{node.name} at {node.detail} was lost: its agent stopped without reporting how it "
+                "ended (killed, or the machine or network went down); the other nodes' errors followed from it",
+                "traceback": "",
+                "timestamp": node.ended_at,
+            }
+        for rank, at in sorted(node.first_traceback_at.items(), key=lambda kv: kv[1]):
+            lines = list(node.rank_lines.get(rank, ()))
+            start = max(i for i, line in enumerate(lines) if line.startswith(TRACEBACK))
+            block = lines[start:]
+            exception = next((line.strip() for line in block[1:] if line and not line.startswith(" ")), block[-1])
+            if SECONDARY.search(exception):
+                continue
+            return {
+                "rank": rank,
+                "exit_code": node.exit_code,
+                "exception": exception,
+                "traceback": "\n".join(block),
+                "timestamp": at,
+            }
+        return None
+
+    def cancel_nodes(self) -> None:
+        with self.lock:
+            conns = [n.conn for n in self.nodes if n.conn is not None and n.ended_at is None]
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.sendall(b'{"cancel": true}\n')
+
+    def remote_running(self) -> bool:
+        with self.lock:
+            return any(n.index > 0 and n.ended_at is None for n in self.nodes)
+
+    def remote_failure(self) -> bool:
+        with self.lock:
+            return any(n.index > 0 and n.state in ("failed", "lost") for n in self.nodes)
+
+
+def make_relay(host: Host) -> type[socketserver.StreamRequestHandler]:
+    token = host.job["token"]
+    public_job = {k: v for k, v in host.job.items() if k != "token"}
+
+    class Relay(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            self.request.settimeout(HELLO_TIMEOUT_S)
+            try:
+                hello = json.loads(self.rfile.readline(MAX_LINE))
+            except (ValueError, OSError):
+                return
+            if not isinstance(hello, dict) or not hmac.compare_digest(str(hello.get("token", "")), token):
+                self._send({"error": "wrong token: copy the join command from this run again"})
+                return
+            if str(hello.get("version")) != __version__:
+                self._send(
+                    {"error": f"gpudojo {hello.get('version')} on the node, {__version__} here: install the same"}
+                )
+                return
+            address = self.client_address[0]
+            node = host.admit(str(hello.get("node", "?"))[:100], address, self.request)
+            if isinstance(node, str):
+                self._send({"error": node})
+                return
+            self._send({"job": public_job, "node_index": node.index})
+            self.request.settimeout(None)
+            code: int | None = None
+            for raw in iter(lambda: self.rfile.readline(MAX_LINE), b""):
+                if not raw.endswith(b"\n"):
+                    break  # an over-long line: this is not a gpudojo node
+                try:
+                    msg = json.loads(raw)
+                except ValueError:
+                    break
+                if "exit" in msg:
+                    code = int(msg["exit"])
+                    break
+                if isinstance(msg.get("t"), str):
+                    host.emit(node, "err" if msg.get("o") == "err" else "out", msg["t"])
+            host.node_ended(node, code)
+
+        def _send(self, doc: dict[str, Any]) -> None:
+            with contextlib.suppress(OSError):
+                self.wfile.write(json.dumps(doc).encode() + b"\n")
+
+    return Relay
+
+
+class RelayServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def pump(host: Host, pipe: Any, stream: str) -> None:
+    for raw in iter(pipe.readline, b""):
+        host.emit(host.nodes[0], stream, raw.decode(errors="replace").rstrip("\n"))
+    pipe.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gpudojo.worker.nodes_host")
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--artifacts", required=True)
+    parser.add_argument("node0", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    node0 = args.node0[1:] if args.node0[:1] == ["--"] else args.node0
+    job = json.loads((Path(args.artifacts) / JOB_FILE).read_text(encoding="utf-8"))
+    host = Host(RunFolder(args.run_dir), job)
+    relay_host, relay_port = job["relay"].rsplit(":", 1)
+    server = RelayServer((relay_host, int(relay_port)), make_relay(host))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(f"gpudojo: relay for the other nodes listening on {job['relay']}", flush=True)
+    host.publish()
+
+    proc = subprocess.Popen(node0, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def on_term(signum: int, _frame: Any) -> None:
+        host.cancelled.set()
+        host.cancel_nodes()
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    pumps = [
+        threading.Thread(target=pump, args=(host, proc.stdout, "out"), daemon=True),
+        threading.Thread(target=pump, args=(host, proc.stderr, "err"), daemon=True),
+    ]
+    for t in pumps:
+        t.start()
+    code = proc.wait()
+    for t in pumps:
+        t.join(timeout=10)
+    with host.lock:
+        host.node0_ended_at = time.time()
+        host.nodes[0].state = "succeeded" if code == 0 else "failed"
+        host.nodes[0].exit_code = code
+    # The other nodes end on their own (the job finished, or a rank died and they noticed);
+    # give them time to say how, then stop whatever is left.
+    deadline = time.monotonic() + NODES_GRACE_S
+    while host.remote_running() and time.monotonic() < deadline and not host.cancelled.is_set():
+        time.sleep(0.1)
+    host.cancel_nodes()
+    with host.lock:
+        if host.rendezvous_state in ("waiting", "complete"):
+            host.rendezvous_state = "closed" if host.rendezvous_state == "complete" else "timed_out"
+        if host.rendezvous_state == "timed_out" and host.root_cause is None:
+            host.root_cause = timeout_cause(host)
+    elastic = job["min_nodes"] < job["max_nodes"]
+    if code == 0 and elastic:
+        forgive_lost_nodes(host)
+    elif code == 0 and host.remote_failure():
+        code = 1
+    host.publish()
+    server.shutdown()
+    return code
+
+
+def forgive_lost_nodes(host: Host) -> None:
+    """An elastic job that node 0 finished after losing nodes succeeded: torchrun restarted
+    the workers with the nodes that were left, as elastic training means to."""
+    with host.lock:
+        for node in host.nodes[1:]:
+            if node.state in ("lost", "failed"):
+                node.detail = f"{node.detail}; {node.state} mid-run, the job restarted without it (elastic)"
+        host.root_cause = None
+
+
+def timeout_cause(host: Host) -> dict[str, Any]:
+    joined = len(host.nodes)
+    missing = host.job["min_nodes"] - joined
+    return {
+        "rank": None,
+        "exit_code": None,
+        "exception": f"The rendezvous timed out after {host.job['join_timeout_s']} s: {joined} of "
+        f"{host.job['max_nodes']} node(s) joined, {max(missing, 0)} more needed. Run the join command on the "
+        "other machines, and check that they reach this one at " + host.job["relay"],
+        "traceback": "",
+        "timestamp": time.time(),
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+"""A run that succeeds at once."""
+
+print("quick run done", flush=True)

@@ -1,0 +1,177 @@
+"""Engines over REST and the CLI: which engines this machine has and why not the others, a
+run's `where` validated per engine, its generated files, and `gpudojo lab manifest`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+LABS = Path(__file__).resolve().parents[2] / "labs"
+GPUDOJO = str(Path(sys.executable).with_name("gpudojo"))
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def jp_server_config(jp_server_config, monkeypatch):
+    jp_server_config.GPUDojo.labs_dir = str(LABS)
+    # No Slurm configured for this server, whatever the machine has installed.
+    monkeypatch.setenv("SLURM_CONF", "/nonexistent/slurm.conf")
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+    return jp_server_config
+
+
+async def post_json(jp_fetch, *path, body):
+    return await jp_fetch("gpudojo", "api", *path, method="POST", body=json.dumps(body))
+
+
+async def test_engines_lists_all_four_with_the_reason_for_those_that_cannot_run(jp_fetch):
+    doc = json.loads((await jp_fetch("gpudojo", "api", "runs", "engines")).body)
+    engines = {e["name"]: e for e in doc["engines"]}
+    assert list(engines) == ["local", "torchrun-nodes", "slurm", "kubernetes"]
+    assert engines["local"]["available"] and engines["torchrun-nodes"]["available"]
+    assert not engines["slurm"]["available"] and engines["slurm"]["reason"]
+    assert not engines["kubernetes"]["available"] and engines["kubernetes"]["reason"]
+    assert all(e["can_generate"] for e in engines.values())
+
+
+async def test_a_nodes_run_gives_its_generated_files_and_cancels(jp_fetch):
+    body = {
+        "kind": "lab",
+        "lab": "lab-03-ddp",
+        "params": {"nproc": 1},
+        "where": {"engine": "torchrun-nodes", "nnodes": 3, "join_timeout_s": 30},
+    }
+    (run,) = json.loads((await post_json(jp_fetch, "runs", body=body)).body)["runs"]
+    assert run["engine"] == "torchrun-nodes" and run["nnodes"] == 3 and run["where"]["nnodes"] == 3
+    listed = json.loads((await jp_fetch("gpudojo", "api", "runs", run["id"], "artifacts")).body)["artifacts"]
+    assert [a["name"] for a in listed] == ["join-command.txt", "node0-torchrun.txt", "job.json"]
+    assert all(a.get("content") is None for a in listed)
+    join = json.loads((await jp_fetch("gpudojo", "api", "runs", run["id"], "artifacts", "join-command.txt")).body)
+    assert "each of the other 2 machines" in join["content"] and "gpudojo node join 127.0.0.1:" in join["content"]
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("gpudojo", "api", "runs", run["id"], "artifacts", "nothing.txt")
+    assert info.value.code == 404 and "join-command.txt" in json.loads(info.value.response.body)["error"]["message"]
+    done = json.loads((await post_json(jp_fetch, "runs", run["id"], "cancel", body={})).body)
+    assert done["status"] == "cancelled"
+
+
+@pytest.mark.parametrize(
+    ("where", "why"),
+    [
+        ({"engine": "torchrun-nodes", "nnodes": 0}, "nnodes"),
+        ({"engine": "slurm", "flavor": "job"}, "flavor"),
+        ({"engine": "kubernetes", "namespace": "Not_A_Name"}, "namespace"),
+        ({"engine": "mainframe"}, "engine"),
+        ({"engine": "torchrun-nodes", "host": "a b"}, "host"),
+    ],
+)
+async def test_bad_where_is_a_400_naming_the_field(jp_fetch, where, why):
+    body = {"kind": "lab", "lab": "lab-03-ddp", "where": where}
+    with pytest.raises(HTTPClientError) as info:
+        await post_json(jp_fetch, "runs", body=body)
+    assert info.value.code == 400
+    assert why in info.value.response.body.decode()
+
+
+async def test_an_engine_that_cannot_run_here_is_refused_with_its_reason(jp_fetch):
+    body = {"kind": "lab", "lab": "lab-03-ddp", "where": {"engine": "slurm", "nodes": 1}}
+    with pytest.raises(HTTPClientError) as info:
+        await post_json(jp_fetch, "runs", body=body)
+    assert info.value.code == 503
+    assert "slurm cannot run jobs from this machine" in json.loads(info.value.response.body)["error"]["message"]
+
+
+def gpudojo(*args: str, env_extra: dict[str, str] | None = None, tmp: Path) -> subprocess.CompletedProcess:
+    import os
+
+    env = {**os.environ, "SLURM_CONF": "/nonexistent/slurm.conf", **(env_extra or {})}
+    return subprocess.run(
+        [GPUDOJO, *args, "--data-dir", str(tmp / "data")], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def test_lab_manifest_prints_a_slurm_batch_script_without_a_cluster(tmp_path):
+    done = gpudojo(
+        "lab",
+        "manifest",
+        "lab-03-ddp",
+        "--engine",
+        "slurm",
+        "--nodes",
+        "4",
+        "--gpus-per-node",
+        "8",
+        "--set",
+        "nproc=8",
+        tmp=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "#SBATCH --nodes=4" in done.stdout and "#SBATCH --gpus-per-node=8" in done.stdout
+    assert "--nproc-per-node 8" in done.stdout or "--nproc-per-node=8" in done.stdout
+
+
+def test_lab_manifest_writes_the_nodes_commands_into_a_folder(tmp_path):
+    out = tmp_path / "out"
+    done = gpudojo(
+        "lab",
+        "manifest",
+        "lab-03-ddp",
+        "--engine",
+        "torchrun-nodes",
+        "--nodes",
+        "2",
+        "--output-dir",
+        str(out),
+        tmp=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["job.json", "join-command.txt", "node0-torchrun.txt"]
+    assert "gpudojo node join" in (out / "join-command.txt").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["lab", "manifest", "lab-03-ddp"], "Choose an engine"),
+        (["lab", "manifest", "lab-03-ddp", "--engine", "slurm", "--flavor", "job"], "--flavor does not apply"),
+        (["lab", "manifest", "lab-01-cuda-hello", "--engine", "slurm"], "one plain Python process"),
+        (["lab", "run", "lab-03-ddp", "--engine", "slurm"], "slurm cannot run jobs from this machine"),
+        (["lab", "run", "lab-03-ddp", "--engine", "torchrun-nodes", "--nodes", "0"], "nnodes"),
+    ],
+)
+def test_cli_refusals_exit_2_with_the_reason(tmp_path, args, message):
+    done = gpudojo(*args, tmp=tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert message in done.stderr
+
+
+def test_node_join_with_no_host_listening_says_so(tmp_path):
+    done = subprocess.run(
+        [GPUDOJO, "node", "join", "127.0.0.1:9", "--token", "x"], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 2 and "cannot reach the host at 127.0.0.1:9" in done.stderr
+
+
+async def test_an_artifact_swapped_for_a_link_or_grown_huge_is_refused(jp_fetch, jp_serverapp, tmp_path):
+    body = {"kind": "lab", "lab": "lab-03-ddp", "params": {"nproc": 1}, "where": {"engine": "torchrun-nodes"}}
+    (run,) = json.loads((await post_json(jp_fetch, "runs", body=body)).body)["runs"]
+    await post_json(jp_fetch, "runs", run["id"], "cancel", body={})
+    services = jp_serverapp.web_app.settings["gpudojo"]
+    artifacts = services.runs.folder(run["id"]).artifacts_dir
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the API")
+    (artifacts / "join-command.txt").unlink()
+    (artifacts / "join-command.txt").symlink_to(secret)
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("gpudojo", "api", "runs", run["id"], "artifacts", "join-command.txt")
+    assert info.value.code == 403 and b"not for the API" not in info.value.response.body
+    with open(artifacts / "job.json", "wb") as f:
+        f.truncate(5 * 2**20)
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("gpudojo", "api", "runs", run["id"], "artifacts", "job.json")
+    assert info.value.code == 413
