@@ -7,7 +7,8 @@ import {
   nodeStateLabel,
   rankNodeNames,
   ranksLabel,
-  rendezvousLine
+  rendezvousLine,
+  whereShort
 } from '../../extension/src/runs/engineStatus';
 import { makeRun } from './runsFixtures';
 
@@ -35,6 +36,13 @@ describe('a run elsewhere, in words', () => {
     );
     expect(jobLine(makeRun({ engine: 'torchrun-nodes', nnodes: 2 }))).toBe('torchrun across 2 nodes');
     expect(jobLine(makeRun())).toBeNull();
+  });
+
+  it('says in the runs list where a run ran, and nothing for this machine', () => {
+    expect(whereShort(makeRun({ engine: 'slurm', nnodes: 2 }))).toBe('Slurm, 2 nodes');
+    expect(whereShort(makeRun({ engine: 'torchrun-nodes', nnodes: 1 }))).toBe('torchrun, 1 node');
+    expect(whereShort(makeRun({ engine: 'kubernetes', nnodes: 4 }))).toBe('Kubernetes, 4 nodes');
+    expect(whereShort(makeRun())).toBeNull();
   });
 
   it('says how far the rendezvous is, and when it gives up', () => {

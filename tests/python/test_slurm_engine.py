@@ -510,7 +510,13 @@ def test_a_slurm_job_left_by_a_killed_cli_is_scancelled_when_the_next_service_st
         assert svc.start() == [run.id]
         lost = svc.get(run.id)
         assert lost.status == "lost" and f"scancel {run.job_id}" in lost.root_cause.exception
-        wait_for(lambda: "JobState=CANCELLED" in slurm.run("scontrol", "show", "job", "-o", run.job_id).stdout, 30)
+        # Recovery kills the run's processes it finds, then scancels: the job ends CANCELLED, or
+        # FAILED when its tasks died first; either way it no longer runs.
+        def job_over() -> bool:
+            shown = slurm.run("scontrol", "show", "job", "-o", run.job_id).stdout
+            return not any(f"JobState={s} " in shown for s in ("RUNNING", "PENDING", "COMPLETING", "CONFIGURING"))
+
+        wait_for(job_over, 30)
         wait_for(lambda: run_processes(run.id) == [], 30)
     finally:
         svc.close()

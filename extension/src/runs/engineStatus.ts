@@ -31,6 +31,15 @@ export function jobLine(run: Pick<Run, 'engine' | 'job_id' | 'job_state' | 'nnod
   return run.job_id ? `${title} job ${run.job_id}${state}` : `${title} · not submitted yet${state}`;
 }
 
+/** Where a run ran, for the runs list: "Slurm, 2 nodes"; null for this machine. */
+export function whereShort(run: Pick<Run, 'engine' | 'nnodes'>): string | null {
+  if (run.engine === 'local') {
+    return null;
+  }
+  const title = run.engine === 'torchrun-nodes' ? 'torchrun' : engineTitle(run.engine);
+  return `${title}, ${run.nnodes} node${run.nnodes === 1 ? '' : 's'}`;
+}
+
 const RENDEZVOUS_WORDS: Record<Rendezvous['state'], string> = {
   waiting: 'waiting for nodes',
   complete: 'complete',

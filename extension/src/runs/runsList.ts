@@ -4,6 +4,7 @@ import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import type { Run, RunStatus } from '../api/types';
 import { h } from '../dom';
+import { whereShort } from './engineStatus';
 import { formatDuration, runDuration, statusLabel } from './format';
 import type { LabCatalog } from './labCatalog';
 import { paramSummary } from './params';
@@ -122,7 +123,13 @@ export class RunsList extends Widget {
       h(
         'span',
         { className: 'gpudojo-run-row-meta' },
-        [startedText(run.created_at), seconds === null ? '' : formatDuration(seconds), params, run.group ? `sweep of ${run.group_param}` : '']
+        [
+          startedText(run.created_at),
+          seconds === null ? '' : formatDuration(seconds),
+          params,
+          whereShort(run) ?? '',
+          run.group ? `sweep of ${run.group_param}` : ''
+        ]
           .filter(Boolean)
           .join(' · ')
       )

@@ -155,7 +155,7 @@ class NodesEngine:
         rdzv_port = free_port(where.host)
         while rdzv_port == relay_port:
             rdzv_port = free_port(where.host)
-        token = secrets.token_urlsafe(24)
+        token = secrets.token_hex(20)  # hex: never starts with "-", which argparse would take for an option
         job = self.job(ctx, where, rdzv_port)
         job["relay"] = f"{where.host}:{relay_port}"
         job["token"] = token  # the host keeps it; nodes prove they have it, and are never sent it
