@@ -510,6 +510,7 @@ def test_a_slurm_job_left_by_a_killed_cli_is_scancelled_when_the_next_service_st
         assert svc.start() == [run.id]
         lost = svc.get(run.id)
         assert lost.status == "lost" and f"scancel {run.job_id}" in lost.root_cause.exception
+
         # Recovery kills the run's processes it finds, then scancels: the job ends CANCELLED, or
         # FAILED when its tasks died first; either way it no longer runs.
         def job_over() -> bool:
