@@ -158,7 +158,7 @@ test('the Course section at the default sidebar width shows every title in full 
   while ((await others.count()) > 0) {
     await others.first().click();
   }
-  await page.setViewportSize({ width: 1400, height: 2400 });
+  await page.setViewportSize({ width: 1400, height: 2800 });
   await expect.poll(() => panel.evaluate(node => node.getBoundingClientRect().width)).toBe(width);
   await expect
     .poll(() => course.evaluate(node => node.scrollHeight - node.clientHeight), { timeout: 10_000 })
