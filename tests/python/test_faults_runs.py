@@ -155,7 +155,7 @@ async def test_torchrun_sigkilled_ends_the_run_failed_and_its_workers_reaped(jp_
     run_id = await start(jp_fetch, "sleeper.py", nproc=2, launcher="torchrun")
     up = lambda: len(processes_of({run_id})) == 3 and logged(runs, run_id, "up")  # noqa: E731
     await wait_for(up, 60, "torchrun and 2 workers")
-    (torchrun,) = [p for p in processes_of({run_id}) if "torch.distributed.run" in " ".join(p.cmdline())]
+    (torchrun,) = [p for p in processes_of({run_id}) if "gpudojo.worker.torch_agent" in " ".join(p.cmdline())]
     workers = [p for p in processes_of({run_id}) if p.pid != torchrun.pid]
     torchrun.send_signal(signal.SIGKILL)
     run = await wait_final(jp_fetch, run_id, 30)
@@ -207,7 +207,7 @@ def killed_cli_run(tmp_path, forget_workers) -> tuple[str, list[tuple[int, float
     if forget_workers:
         store = RunStore(data / "runs.sqlite3")
         try:
-            launcher = [p for p in pids if "torch.distributed.run" in " ".join(psutil.Process(p[0]).cmdline())]
+            launcher = [p for p in pids if "gpudojo.worker.torch_agent" in " ".join(psutil.Process(p[0]).cmdline())]
             store.set_pids(run.id, launcher)
         finally:
             store.close()

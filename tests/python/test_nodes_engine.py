@@ -81,19 +81,36 @@ def _netns_hosts() -> Hosts | None:
     return hosts
 
 
+@contextlib.contextmanager
+def two_hosts():
+    """Node 0 here and node 1 in a network namespace of its own where the machine allows."""
+    made = _netns_hosts()
+    try:
+        yield made or Hosts("127.0.0.1", [], "loopback")
+    finally:
+        for step in getattr(made, "cleanup", []):
+            subprocess.run(step, capture_output=True)
+
+
+@contextlib.contextmanager
+def run_service(tmp_path: Path):
+    svc = RunService(LABS, tmp_path / "data", tmp_path / "root", cancel_grace_s=3.0, run_timeout_s=200)
+    try:
+        yield svc
+    finally:
+        svc.close()
+
+
 @pytest.fixture(scope="module")
 def hosts():
-    made = _netns_hosts()
-    yield made or Hosts("127.0.0.1", [], "loopback")
-    for step in getattr(made, "cleanup", []):
-        subprocess.run(step, capture_output=True)
+    with two_hosts() as made:
+        yield made
 
 
 @pytest.fixture
 def service(tmp_path):
-    svc = RunService(LABS, tmp_path / "data", tmp_path / "root", cancel_grace_s=3.0, run_timeout_s=200)
-    yield svc
-    svc.close()
+    with run_service(tmp_path) as svc:
+        yield svc
 
 
 def nodes_run(svc: RunService, hosts: Hosts, params: dict, **where) -> str:
@@ -136,7 +153,9 @@ def test_two_nodes_two_processes_each_succeed_with_every_rank_under_its_node(ser
     assert run.engine == "torchrun-nodes" and run.nnodes == 2 and "2 node(s)" in run.mode_note
     assert {a.name for a in run.artifacts} == {"join-command.txt", "node0-torchrun.txt", "job.json"}
     node0 = service.artifact(run_id, "node0-torchrun.txt").content
-    assert "--rdzv-backend c10d" in node0 and f"--rdzv-endpoint {hosts.host}:" in node0 and "--nnodes 2" in node0
+    assert "--rdzv-backend c10d" in node0 and "--nnodes 2" in node0
+    # The store is on node 0's loopback (in its private namespace); the other nodes come through the relay.
+    assert "--rdzv-endpoint 127.0.0.1:" in node0 and "-m gpudojo.worker.torch_agent" in node0
     node = hosts.join(service, run_id)
     done = service.wait(run_id, 180)
     out = node.communicate(timeout=30)[0]

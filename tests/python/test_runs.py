@@ -55,7 +55,7 @@ def test_two_process_gloo_lab_succeeds_with_logs_metrics_and_checks(service):
     done = service.wait(run.id, 120)
     assert done.status == "succeeded", done.root_cause
     assert done.exit_code == 0 and done.root_cause is None
-    assert done.argv[1:4] == ["-m", "torch.distributed.run", "--nproc-per-node"] and "--log-dir" in done.argv
+    assert done.argv[1:4] == ["-m", "gpudojo.worker.torch_agent", "--nproc-per-node"] and "--log-dir" in done.argv
     assert {c.id: c.ok for c in done.checks} == {
         "loss-falls": True,
         "same-params": True,

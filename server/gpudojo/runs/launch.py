@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+import psutil
+
 from ..runfolder import BACKEND_ENV, RECORD_MEMORY_ENV, RECORD_PROFILE_ENV, RUN_DIR_ENV, RUN_ID_ENV, RunFolder
 
 
@@ -85,9 +87,33 @@ def run_env(spec: LaunchSpec, base: dict[str, str] | None = None) -> dict[str, s
     return env
 
 
+def loopback_env(env: dict[str, str]) -> dict[str, str]:
+    """A one-machine torchrun's environment: its stores, gloo and NCCL on loopback only
+    (gloo and NCCL otherwise listen on the address the host name resolves to)."""
+    from ..worker.torch_agent import STORE_BIND_ENV
+
+    lo = interface_of("127.0.0.1")
+    env = {**env, STORE_BIND_ENV: "127.0.0.1"}
+    if lo:
+        env["GLOO_SOCKET_IFNAME"] = lo
+        env["NCCL_SOCKET_IFNAME"] = lo
+    return env
+
+
+def interface_of(address: str) -> str | None:
+    """The network interface that has ``address`` (gloo's GLOO_SOCKET_IFNAME), if any."""
+    for name, addrs in psutil.net_if_addrs().items():
+        if any(a.family == socket.AF_INET and a.address == address for a in addrs):
+            return name
+    return None
+
+
 class LocalLauncher:
-    """torchrun (``python -m torch.distributed.run``, one rendezvous on 127.0.0.1, per-rank
-    logs under the run folder) or a plain ``python -u`` on this machine."""
+    """torchrun (gpudojo's torchrun agent, gpudojo.worker.torch_agent: one rendezvous on
+    127.0.0.1, per-rank logs under the run folder) or a plain ``python -u`` on this machine.
+
+    Everything a local run listens on is on loopback: torch's stores (which would otherwise
+    bind every interface) and the workers' gloo and NCCL sockets."""
 
     def __init__(self, python: str = sys.executable) -> None:
         self.python = python
@@ -97,7 +123,7 @@ class LocalLauncher:
             argv = [
                 self.python,
                 "-m",
-                "torch.distributed.run",
+                "gpudojo.worker.torch_agent",
                 "--nproc-per-node",
                 str(spec.nproc),
                 "--master-addr",
@@ -111,9 +137,11 @@ class LocalLauncher:
                 str(spec.entry),
                 *spec.args,
             ]
+            env = loopback_env(run_env(spec))
         else:
             argv = [self.python, "-u", str(spec.entry), *spec.args]
-        return LaunchPlan(argv=argv, env=run_env(spec), cwd=spec.entry.parent)
+            env = run_env(spec)
+        return LaunchPlan(argv=argv, env=env, cwd=spec.entry.parent)
 
     def start(self, plan: LaunchPlan) -> subprocess.Popen:
         if "--master-port" in plan.argv:

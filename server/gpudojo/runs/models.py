@@ -5,9 +5,10 @@ Times are Unix seconds (float) unless the name says otherwise.
 
 from __future__ import annotations
 
+import socket
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled", "timed_out", "lost"]
 FINAL_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled", "timed_out", "lost"})
@@ -146,6 +147,19 @@ class NodesWhere(_Model):
     join_timeout_s: int = Field(
         120, ge=10, le=3600, description="How long the rendezvous waits for the nodes before it gives up"
     )
+
+    @field_validator("host")
+    @classmethod
+    def _one_address(cls, host: str) -> str:
+        # The relay listens on exactly this address: "every interface" would open it to every
+        # network this machine is on. inet_aton reads the short forms too ("0", "0.0").
+        try:
+            unspecified = socket.inet_aton(host) == bytes(4)
+        except OSError:
+            unspecified = False
+        if unspecified:
+            raise ValueError("give one address of this machine that the other nodes reach, not 0.0.0.0")
+        return host
 
 
 class SlurmWhere(_Model):

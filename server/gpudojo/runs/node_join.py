@@ -5,6 +5,10 @@ this machine's own gpudojo installation) or the script's text, its arguments, pr
 node and the rendezvous. This node starts its torchrun agent with them and streams every line
 the agent prints back to the host, where the run view shows it under this node. When the
 host says cancel, or goes away, the agent and its workers are stopped.
+
+The rendezvous store is not reachable from the network: this node's agent reaches it on a
+loopback port of this machine that admits only this user's processes, each connection
+tunnelled to the host's relay with the token (gpudojo.worker.private_net).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import psutil
 from .. import __version__
 from ..paths import material_root
 from ..runfolder import METRIC_LINE_PREFIX
+from ..worker.private_net import LocalGate
 from .engines.nodes import node_env, torchrun_argv
 from .manifest import load_labs
 
@@ -48,8 +53,8 @@ def _entry(job: dict[str, Any], scratch: Path) -> Path:
     return path
 
 
-def connect(address: str, token: str, timeout: float = 10.0) -> tuple[socket.socket, Any, dict[str, Any]]:
-    """Say hello to the host's relay; the connection, its reader, and the job."""
+def _hello(address: str, doc: dict[str, Any], timeout: float) -> tuple[socket.socket, Any, dict[str, Any]]:
+    """Say ``doc`` to the host's relay; the connection, its reader, and the answer."""
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise JoinError(f"{address!r} is not HOST:PORT (copy the join command from the run)")
@@ -57,18 +62,41 @@ def connect(address: str, token: str, timeout: float = 10.0) -> tuple[socket.soc
         sock = socket.create_connection((host, int(port)), timeout=timeout)
     except OSError as err:
         raise JoinError(f"cannot reach the host at {address}: {err.strerror or err}") from err
-    hello = {"hello": 1, "token": token, "node": socket.gethostname(), "version": __version__}
-    sock.sendall(json.dumps(hello).encode() + b"\n")
-    reader = sock.makefile("rb")
-    line = reader.readline(1 << 20)
     try:
-        answer = json.loads(line)
-    except ValueError as err:
+        sock.sendall(json.dumps({"hello": 1, "version": __version__, **doc}).encode() + b"\n")
+        reader = sock.makefile("rb")
+        answer = json.loads(reader.readline(1 << 20))
+    except (OSError, ValueError) as err:
+        sock.close()
         raise JoinError(f"the host at {address} did not answer as a gpudojo relay") from err
+    if not isinstance(answer, dict):
+        sock.close()
+        raise JoinError(f"the host at {address} did not answer as a gpudojo relay")
     if "error" in answer:
+        sock.close()
         raise JoinError(f"the host refused this node: {answer['error']}")
     sock.settimeout(None)
+    return sock, reader, answer
+
+
+def connect(address: str, token: str, timeout: float = 10.0) -> tuple[socket.socket, Any, dict[str, Any]]:
+    """Join the host's relay as a node; the connection, its reader, and the job."""
+    sock, reader, answer = _hello(address, {"token": token, "node": socket.gethostname()}, timeout)
     return sock, reader, answer["job"]
+
+
+def store_tunnel(address: str, token: str, timeout: float = 10.0) -> socket.socket:
+    """A connection to the run's rendezvous store, through the host's relay."""
+    sock, _reader, _answer = _hello(address, {"token": token, "store": True}, timeout)
+    # Nothing was sent past the hello's answer, so the reader's buffer holds nothing of the store's.
+    return sock
+
+
+def _tunnel_or_oserror(address: str, token: str) -> socket.socket:
+    try:
+        return store_tunnel(address, token)
+    except JoinError as err:
+        raise OSError(str(err)) from err
 
 
 def _kill_tree(proc: subprocess.Popen) -> None:
@@ -90,6 +118,7 @@ def join(address: str, token: str, *, local_addr: str | None = None, python: str
     """Run this node's part of the job to its end; torchrun's exit code."""
     sock, reader, job = connect(address, token)
     local = local_addr or sock.getsockname()[0]
+    tunnel = LocalGate(0, lambda: _tunnel_or_oserror(address, token), lambda what: print(f"gpudojo: refused {what}"))
     send_lock = threading.Lock()
 
     def send(doc: dict[str, Any]) -> None:
@@ -104,9 +133,11 @@ def join(address: str, token: str, *, local_addr: str | None = None, python: str
             send({"o": "err", "t": f"gpudojo node join: {err}"})
             send({"exit": 2})
             raise
-        argv = torchrun_argv(python, job, local_addr=local, log_dir=scratch / "torchrun", entry=entry)
+        argv = torchrun_argv(
+            python, job, local_addr=local, rdzv_port=tunnel.port, log_dir=scratch / "torchrun", entry=entry
+        )
         env = node_env({k: v for k, v in os.environ.items() if k != "GPUDOJO_RUN_DIR"}, job, local)
-        print(f"gpudojo: joined run {job['run_id']} as a node; rendezvous at {job['rdzv_endpoint']}", flush=True)
+        print(f"gpudojo: joined run {job['run_id']} as a node; rendezvous through {address}", flush=True)
         proc = subprocess.Popen(
             argv,
             cwd=entry.parent,
@@ -156,6 +187,7 @@ def join(address: str, token: str, *, local_addr: str | None = None, python: str
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
         sock.close()
+        tunnel.close()
     if stopped.is_set():
         print("gpudojo: the host stopped the run (cancelled, or it ended elsewhere); this node stopped too", flush=True)
     return code

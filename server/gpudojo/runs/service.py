@@ -693,6 +693,10 @@ def write_artifacts(folder: Path, files: list[GeneratedFile]) -> list[Artifact]:
     folder.mkdir(parents=True, exist_ok=True)
     listed = []
     for f in files:
-        (folder / f.name).write_text(f.content, encoding="utf-8")
+        path = folder / f.name
+        path.unlink(missing_ok=True)  # a new file takes the mode below; an old one kept its own
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600 if f.secret else 0o644)
+        with open(fd, "w", encoding="utf-8") as out:
+            out.write(f.content)
         listed.append(Artifact(name=f.name, title=f.title, media_type=f.media_type))
     return listed

@@ -10,11 +10,20 @@ The relay protocol is JSON lines over TCP:
 
 - node -> host: ``{"hello": 1, "token", "node", "version"}``; host -> node: ``{"job": {...}}``
   (the job without the token) or ``{"error": "..."}`` and the connection closes;
+- node -> host: ``{"hello": 1, "token", "store": true, "version"}`` opens a tunnel to the
+  rendezvous store (host -> node ``{"store": "ok"}``, then raw bytes both ways): a joined
+  node's torchrun agent reaches the store only this way, since it listens in node 0's
+  private network namespace (gpudojo.worker.private_net);
 - node -> host: ``{"o": "out" | "err", "t": line}`` for every line its agent prints (rank lines
   carry ``[default<global rank>]:``; metric lines go to the host's log like any rank line);
   ``{"exit": code}`` when its agent ends;
 - host -> node: ``{"cancel": true}`` when the run is cancelled or over; a node whose host
   goes away stops its agent too.
+
+Every message is checked (types, sizes, and a node's rank lines against the ranks it can
+have: never node 0's, never another node's, one block of ``nproc``, and only once node 0's
+own ranks show that the rendezvous completed); a line that fails is shown as the node's
+output, never as a rank's. A connection that errs or dies ends that node alone.
 
 engine.json tells the run service who joined, who is missing, which ranks each node runs,
 the rendezvous state, and, when another node failed first or was lost, the root cause.
@@ -26,6 +35,7 @@ import argparse
 import contextlib
 import hmac
 import json
+import os
 import re
 import signal
 import socket
@@ -42,9 +52,17 @@ from gpudojo import __version__
 from gpudojo.runfolder import RunFolder
 from gpudojo.runs.engines.base import write_engine_state
 from gpudojo.runs.engines.nodes import JOB_FILE
+from gpudojo.worker.private_net import LocalGate, PrivateNet, PrivateNetUnavailable, splice
+from gpudojo.worker.torch_agent import RDZV_LISTEN_FD_ENV
 
 RANK_LINE = re.compile(r"^\[default(\d+)\]:")
 MAX_LINE = 1 << 20  # a relay line longer than this closes the relay (nothing legitimate is)
+MAX_NAME = 100
+# Rank lines a node sends before node 0's own ranks show the rendezvous complete: held back
+# (up to this many) so that they can be checked against the ranks left for it.
+MAX_HELD = 400
+# Connections that ended in an error are noted in the run's log at most this many times.
+MAX_ERROR_NOTES = 5
 HELLO_TIMEOUT_S = 10.0
 # How long the host waits, once node 0 ended, for the other nodes to report how they ended.
 NODES_GRACE_S = 30.0
@@ -73,6 +91,7 @@ class Node:
         # Each rank's recent stderr lines, for its traceback if it fails.
         self.rank_lines: dict[int, deque[str]] = {}
         self.first_traceback_at: dict[int, float] = {}
+        self.held: list[tuple[str, str]] = []
 
 
 class Host:
@@ -83,12 +102,13 @@ class Host:
         self.job = job
         self.lock = threading.RLock()
         self.out_lock = threading.Lock()
-        self.nodes: list[Node] = [Node(0, f"{socket.gethostname()} (node 0, this machine)", job["rdzv_endpoint"])]
+        self.nodes: list[Node] = [Node(0, f"{socket.gethostname()} (node 0, this machine)", job["relay"])]
         self.nodes[0].state = "running"
         self.rendezvous_state = "waiting"
         self.root_cause: dict[str, Any] | None = None
         self.cancelled = threading.Event()
         self.node0_ended_at: float | None = None
+        self.error_notes = 0
 
     # --- output ---------------------------------------------------------------------------
 
@@ -97,13 +117,22 @@ class Host:
         m = RANK_LINE.match(text)
         changed = False
         with self.lock:
+            if m and node.index > 0:
+                verdict = self._check_remote_rank(node, int(m[1]))
+                if verdict == "hold":
+                    node.held.append((stream, text))
+                    return
+                if verdict == "refuse":
+                    m = None
+                    text = f"[{node.name}, not a rank it runs] {text}"
             if m:
                 rank = int(m[1])
                 if rank not in node.ranks:
                     node.ranks.add(rank)
                     changed = True
-                if self.rendezvous_state == "waiting":
-                    # A rank printing means the rendezvous completed and workers started.
+                if self.rendezvous_state == "waiting" and node.index == 0:
+                    # Node 0's own rank printing means the rendezvous completed and workers
+                    # started (a joined node's word for it is not taken).
                     self.rendezvous_state = "complete"
                     changed = True
                 body = text[m.end() :]
@@ -111,15 +140,57 @@ class Host:
                 lines.append(body)
                 if body.startswith(TRACEBACK) and rank not in node.first_traceback_at:
                     node.first_traceback_at[rank] = time.time()
-            elif "RendezvousTimeoutError" in text and self.rendezvous_state == "waiting":
+            elif "RendezvousTimeoutError" in text and self.rendezvous_state == "waiting" and node.index == 0:
                 self.rendezvous_state = "timed_out"
                 changed = True
+        self._write(stream, text)
+        if changed:
+            self.publish()
+        if node.index == 0 and changed:
+            self.release_held()
+
+    def _write(self, stream: str, text: str) -> None:
         with self.out_lock:
             out = sys.stdout if stream == "out" else sys.stderr
             out.write(text + "\n")
             out.flush()
-        if changed:
-            self.publish()
+
+    def _check_remote_rank(self, node: Node, rank: int) -> str:
+        """ "ok", "hold" (not yet decidable) or "refuse", for a joined node's rank line. Global
+        ranks come in one block of ``nproc`` per node (torchrun gives every node the same
+        number); node 0's block is known from its own output."""
+        if self.rendezvous_state != "complete" or not self.nodes[0].ranks:
+            return "hold" if len(node.held) < MAX_HELD and self.node0_ended_at is None else "refuse"
+        nproc = int(self.job["nproc"])
+        if not 0 <= rank < nproc * int(self.job["max_nodes"]):
+            return "refuse"
+        block = rank // nproc
+        if any(r // nproc == block for r in self.nodes[0].ranks):
+            return "refuse"
+        if any(other is not node and rank in other.ranks for other in self.nodes):
+            return "refuse"
+        if node.ranks and next(iter(node.ranks)) // nproc != block:
+            return "refuse"
+        return "ok"
+
+    def release_held(self) -> None:
+        """Node 0's ranks are known: the lines the other nodes sent before are checked now."""
+        with self.lock:
+            pending = [(n, held) for n in self.nodes[1:] if (held := n.held)]
+            for n, _ in pending:
+                n.held = []
+        for n, held in pending:
+            for stream, text in held:
+                self.emit(n, stream, text)
+
+    def note_error(self, text: str) -> None:
+        """One line in the run's log for a connection that went wrong (no traceback, and only
+        the first few: a stranger must not be able to fill the log)."""
+        with self.lock:
+            self.error_notes += 1
+            if self.error_notes > MAX_ERROR_NOTES:
+                return
+        self._write("err", f"gpudojo relay: {text}")
 
     # --- engine.json ----------------------------------------------------------------------
 
@@ -134,11 +205,11 @@ class Host:
                 detail = "has not joined: run the join command on it" if waiting_word == "waiting" else "never joined"
                 nodes.append({"name": f"node {k}", "state": waiting_word, "ranks": [], "detail": detail})
             state: dict[str, Any] = {
-                "job_id": self.job["rdzv_endpoint"] + "/" + self.job["run_id"],
+                "job_id": self.job["relay"] + "/" + self.job["run_id"],
                 "job_state": self.rendezvous_state.upper() if self.node0_ended_at is None else "ENDED",
                 "nodes": nodes,
                 "rendezvous": {
-                    "endpoint": self.job["rdzv_endpoint"],
+                    "endpoint": self.job["relay"],
                     "id": self.job["run_id"],
                     "min_nodes": self.job["min_nodes"],
                     "max_nodes": self.job["max_nodes"],
@@ -168,6 +239,16 @@ class Host:
 
     def node_ended(self, node: Node, code: int | None) -> None:
         with self.lock:
+            held, node.held = node.held, []
+        for stream, text in held:  # never confirmed as its ranks' lines: shown as the node's own
+            self._write(stream, f"[{node.name}, not a rank it runs] {text}")
+        with self.lock:
+            if code is None and self.rendezvous_state == "waiting" and not node.ranks and node is self.nodes[-1]:
+                # Gone before the rendezvous completed: its slot is free for another node.
+                self.nodes.pop()
+                node.ended_at = time.time()
+                self.publish()
+                return
             node.ended_at = time.time()
             node.exit_code = code
             if code is None:
@@ -224,8 +305,34 @@ class Host:
             return any(n.index > 0 and n.state in ("failed", "lost") for n in self.nodes)
 
 
-def make_relay(host: Host) -> type[socketserver.StreamRequestHandler]:
-    token = host.job["token"]
+class BadMessage(ValueError):
+    """A relay message that no gpudojo node sends."""
+
+
+def parse_message(raw: bytes) -> tuple[str, Any]:
+    """("line", (stream, text)) or ("exit", code) from one relay line of a joined node."""
+    if not raw.endswith(b"\n"):
+        raise BadMessage("a line longer than 1 MiB")
+    try:
+        msg = json.loads(raw)
+    except ValueError:
+        raise BadMessage("a line that is not JSON") from None
+    if not isinstance(msg, dict):
+        raise BadMessage("a message that is not an object")
+    if "exit" in msg:
+        code = msg["exit"]
+        if type(code) is not int or not -255 <= code <= 255:
+            raise BadMessage(f"an exit status that is not a number from -255 to 255: {str(code)[:40]!r}")
+        return "exit", code
+    text, stream = msg.get("t"), msg.get("o")
+    if not isinstance(text, str) or stream not in ("out", "err"):
+        raise BadMessage("a message that is neither an output line nor an exit status")
+    return "line", (stream, text)
+
+
+def make_relay(host: Host, store: Any) -> type[socketserver.StreamRequestHandler]:
+    """The relay's handler; ``store()`` gives a socket connected to the rendezvous store."""
+    token = host.job["token"].encode()
     public_job = {k: v for k, v in host.job.items() if k != "token"}
 
     class Relay(socketserver.StreamRequestHandler):
@@ -235,35 +342,51 @@ def make_relay(host: Host) -> type[socketserver.StreamRequestHandler]:
                 hello = json.loads(self.rfile.readline(MAX_LINE))
             except (ValueError, OSError):
                 return
-            if not isinstance(hello, dict) or not hmac.compare_digest(str(hello.get("token", "")), token):
+            offered = hello.get("token") if isinstance(hello, dict) else None
+            # Compared as bytes: compare_digest refuses str with non-ASCII characters.
+            if not isinstance(offered, str) or not hmac.compare_digest(offered.encode(), token):
                 self._send({"error": "wrong token: copy the join command from this run again"})
                 return
-            if str(hello.get("version")) != __version__:
-                self._send(
-                    {"error": f"gpudojo {hello.get('version')} on the node, {__version__} here: install the same"}
-                )
+            if hello.get("version") != __version__:
+                theirs = str(hello.get("version"))[:40]
+                self._send({"error": f"gpudojo {theirs} on the node, {__version__} here: install the same"})
                 return
-            address = self.client_address[0]
-            node = host.admit(str(hello.get("node", "?"))[:100], address, self.request)
+            if hello.get("store") is True:
+                self._tunnel()
+                return
+            name = hello.get("node")
+            name = name[:MAX_NAME] if isinstance(name, str) and name.isprintable() else "?"
+            node = host.admit(name, self.client_address[0], self.request)
             if isinstance(node, str):
                 self._send({"error": node})
                 return
-            self._send({"job": public_job, "node_index": node.index})
-            self.request.settimeout(None)
             code: int | None = None
-            for raw in iter(lambda: self.rfile.readline(MAX_LINE), b""):
-                if not raw.endswith(b"\n"):
-                    break  # an over-long line: this is not a gpudojo node
-                try:
-                    msg = json.loads(raw)
-                except ValueError:
-                    break
-                if "exit" in msg:
-                    code = int(msg["exit"])
-                    break
-                if isinstance(msg.get("t"), str):
-                    host.emit(node, "err" if msg.get("o") == "err" else "out", msg["t"])
-            host.node_ended(node, code)
+            try:
+                self._send({"job": public_job, "node_index": node.index})
+                self.request.settimeout(None)
+                for raw in iter(lambda: self.rfile.readline(MAX_LINE), b""):
+                    kind, value = parse_message(raw)
+                    if kind == "exit":
+                        code = value
+                        break
+                    host.emit(node, *value)
+            except BadMessage as err:
+                host.note_error(f"{node.name} sent {err}; its connection was closed")
+            except OSError:
+                pass  # the node went away: it is lost, below
+            finally:
+                host.node_ended(node, code)
+
+        def _tunnel(self) -> None:
+            """A joined node's agent to the rendezvous store: raw bytes both ways."""
+            try:
+                inner = store()
+            except OSError as err:
+                self._send({"error": f"the rendezvous store cannot be reached: {err}"})
+                return
+            self._send({"store": "ok"})
+            self.request.settimeout(None)
+            splice(self.request, inner)
 
         def _send(self, doc: dict[str, Any]) -> None:
             with contextlib.suppress(OSError):
@@ -275,6 +398,12 @@ def make_relay(host: Host) -> type[socketserver.StreamRequestHandler]:
 class RelayServer(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    host: Host
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # socketserver prints a traceback with the peer's address to stderr, the run's log.
+        err = sys.exc_info()[1]
+        self.host.note_error(f"a connection from {client_address[0]} failed: {type(err).__name__}")
 
 
 def pump(host: Host, pipe: Any, stream: str) -> None:
@@ -292,13 +421,24 @@ def main(argv: list[str] | None = None) -> int:
     node0 = args.node0[1:] if args.node0[:1] == ["--"] else args.node0
     job = json.loads((Path(args.artifacts) / JOB_FILE).read_text(encoding="utf-8"))
     host = Host(RunFolder(args.run_dir), job)
+    store_listener, store, net = rendezvous_store(host, int(job["rdzv_port"]))
     relay_host, relay_port = job["relay"].rsplit(":", 1)
-    server = RelayServer((relay_host, int(relay_port)), make_relay(host))
+    server = RelayServer((relay_host, int(relay_port)), make_relay(host, store))
+    server.host = host
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(f"gpudojo: relay for the other nodes listening on {job['relay']}", flush=True)
     host.publish()
 
-    proc = subprocess.Popen(node0, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    env = {**os.environ, RDZV_LISTEN_FD_ENV: str(store_listener.fileno())}
+    proc = subprocess.Popen(
+        node0,
+        env=env,
+        pass_fds=(store_listener.fileno(),),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    store_listener.close()  # node 0's agent serves on it now
 
     def on_term(signum: int, _frame: Any) -> None:
         host.cancelled.set()
@@ -339,7 +479,29 @@ def main(argv: list[str] | None = None) -> int:
         code = 1
     host.publish()
     server.shutdown()
+    if net is not None:
+        net.close()
     return code
+
+
+def rendezvous_store(host: Host, port: int) -> tuple[socket.socket, Any, PrivateNet | None]:
+    """The socket node 0's agent serves the rendezvous store on, how to connect to it, and
+    the private network namespace it lives in (None where none can be made: the store then
+    listens on this machine's loopback, where its other users can reach it; the log says so)."""
+    try:
+        net = PrivateNet()
+    except PrivateNetUnavailable as why:
+        host.note_error(
+            f"no private network namespace ({why}): the rendezvous store listens on 127.0.0.1:{port}, "
+            "where other users of this machine can reach it"
+        )
+        listener = socket.create_server(("127.0.0.1", port), backlog=512)
+        return listener, lambda: socket.create_connection(("127.0.0.1", port), timeout=10), None
+    listener = net.listen(port)
+    # Node 0's agent and workers reach the store on 127.0.0.1:port, through a gate that lets in
+    # this user's processes only.
+    LocalGate(port, lambda: net.connect(port), lambda what: host.note_error(f"refused {what}"))
+    return listener, lambda: net.connect(port), net
 
 
 def forgive_lost_nodes(host: Host) -> None:

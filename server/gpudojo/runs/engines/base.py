@@ -56,12 +56,14 @@ class EngineContext:
 
 @dataclass
 class GeneratedFile:
-    """One artifact: its file name in the run's artifacts/ folder, a title, and the text."""
+    """One artifact: its file name in the run's artifacts/ folder, a title, and the text.
+    ``secret``: it holds a credential (a relay token), so only this user may read the file."""
 
     name: str
     title: str
     content: str
     media_type: str = "text/plain"
+    secret: bool = False
 
 
 class Engine(Protocol):

@@ -8,6 +8,12 @@ it asks the host for the job (the lab, its arguments, the rendezvous), starts a 
 agent there, and streams its ranks' output and metrics back, so that the run view shows
 every node and every rank. The token, random per run, is what lets a relay in: the relay
 port accepts nothing else.
+
+The rendezvous store is torch's TCPStore, which trusts every client (and unpickles the
+rendezvous state it is sent), so it listens where no other machine or user can connect: in a
+private network namespace on node 0 (gpudojo.worker.private_net). Node 0's own agent reaches
+it through a loopback gate that admits only this user's processes; every other node through
+its join command, which tunnels its agent's store connections to the relay with the token.
 """
 
 from __future__ import annotations
@@ -15,13 +21,14 @@ from __future__ import annotations
 import json
 import secrets
 import shlex
+import shutil
 import socket
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from ...runfolder import RECORD_MEMORY_ENV, RECORD_PROFILE_ENV
+from ...worker.torch_agent import STORE_BIND_ENV
+from ..launch import interface_of
 from ..models import NodesWhere
 from .base import GLOBAL_RANK_PREFIX, RANK_PREFIX_TEMPLATE_ENV, EngineContext, GeneratedFile
 
@@ -39,14 +46,6 @@ def free_port(host: str) -> int:
         return s.getsockname()[1]
 
 
-def interface_of(address: str) -> str | None:
-    """The network interface that has ``address`` (gloo's GLOO_SOCKET_IFNAME), if any."""
-    for name, addrs in psutil.net_if_addrs().items():
-        if any(a.family == socket.AF_INET and a.address == address for a in addrs):
-            return name
-    return None
-
-
 def nnodes_spec(where: NodesWhere) -> str:
     """torchrun's --nnodes: N, or MIN:MAX when elastic."""
     if where.min_nodes is not None and where.min_nodes < where.nnodes:
@@ -59,17 +58,19 @@ def torchrun_argv(
     job: dict[str, Any],
     *,
     local_addr: str,
+    rdzv_port: int,
     log_dir: Path,
     entry: Path,
     hosts_store: bool = False,
 ) -> list[str]:
-    """One node's torchrun agent for ``job`` (the document the host gives every node).
-    ``hosts_store``: this agent serves the rendezvous store (node 0, on this machine); said
-    outright, since torch's guess from host names misses addresses of secondary interfaces."""
+    """One node's torchrun agent for ``job`` (the document the host gives every node), whose
+    rendezvous store is reached on this machine's 127.0.0.1:``rdzv_port`` (node 0's gate, or a
+    joined node's tunnel to the relay). ``hosts_store``: this agent serves the store (node 0);
+    said outright, since torch's guess from host names would not match 127.0.0.1's meaning."""
     return [
         python,
         "-m",
-        "torch.distributed.run",
+        "gpudojo.worker.torch_agent",
         "--nnodes",
         job["nnodes"],
         "--nproc-per-node",
@@ -77,7 +78,7 @@ def torchrun_argv(
         "--rdzv-backend",
         "c10d",
         "--rdzv-endpoint",
-        job["rdzv_endpoint"],
+        f"127.0.0.1:{rdzv_port}",
         "--rdzv-id",
         job["run_id"],
         "--rdzv-conf",
@@ -102,8 +103,10 @@ def torchrun_argv(
 def node_env(base: dict[str, str], job: dict[str, Any], local_addr: str) -> dict[str, str]:
     """A node's environment: global ranks in the log prefix, gloo on the interface that
     reaches the other nodes (a machine's host name may resolve to an address they cannot
-    reach), the run's backend and id."""
+    reach), the store torch shares with the workers bound to that address only, the run's
+    backend and id."""
     env = dict(base)
+    env[STORE_BIND_ENV] = local_addr
     env[RANK_PREFIX_TEMPLATE_ENV] = GLOBAL_RANK_PREFIX
     env["GPUDOJO_BACKEND"] = job["backend"]
     env["GPUDOJO_RUN_ID"] = job["run_id"]
@@ -119,6 +122,11 @@ class NodesEngine:
     title = "torchrun across nodes"
 
     def availability(self) -> tuple[bool, str]:
+        if shutil.which("bwrap") is None:
+            return True, (
+                "this machine hosts the rendezvous, but without bubblewrap its store is reachable by this "
+                "machine's other users; the other nodes join with the command the run gives"
+            )
         return True, "this machine hosts the rendezvous; the other nodes join with the command the run gives"
 
     def job(self, ctx: EngineContext, where: NodesWhere, rdzv_port: int) -> dict[str, Any]:
@@ -133,7 +141,9 @@ class NodesEngine:
             "nnodes": nnodes_spec(where),
             "min_nodes": where.min_nodes or where.nnodes,
             "max_nodes": where.nnodes,
-            "rdzv_endpoint": f"{where.host}:{rdzv_port}",
+            # The store listens on node 0's loopback, in a namespace of its own; the other
+            # nodes reach it only through the relay.
+            "rdzv_port": rdzv_port,
             "max_restarts": where.max_restarts,
             "join_timeout_s": where.join_timeout_s,
             "backend": ctx.dist_backend,
@@ -147,14 +157,20 @@ class NodesEngine:
     def node0_argv(ctx: EngineContext, job: dict[str, Any], where: NodesWhere) -> list[str]:
         """Node 0's torchrun agent: on this machine, hosting the rendezvous store."""
         return torchrun_argv(
-            ctx.python, job, local_addr=where.host, log_dir=ctx.folder.torchrun_dir, entry=ctx.entry, hosts_store=True
+            ctx.python,
+            job,
+            local_addr=where.host,
+            rdzv_port=job["rdzv_port"],
+            log_dir=ctx.folder.torchrun_dir,
+            entry=ctx.entry,
+            hosts_store=True,
         )
 
     def generate(self, ctx: EngineContext, where: NodesWhere) -> list[GeneratedFile]:
         relay_port = free_port(where.host)
-        rdzv_port = free_port(where.host)
+        rdzv_port = free_port("127.0.0.1")
         while rdzv_port == relay_port:
-            rdzv_port = free_port(where.host)
+            rdzv_port = free_port("127.0.0.1")
         token = secrets.token_hex(20)  # hex: never starts with "-", which argparse would take for an option
         job = self.job(ctx, where, rdzv_port)
         job["relay"] = f"{where.host}:{relay_port}"
@@ -168,10 +184,14 @@ class NodesEngine:
             + "\n"
         )
         return [
-            GeneratedFile(JOIN_FILE, "Join command for the other nodes", join),
+            GeneratedFile(JOIN_FILE, "Join command for the other nodes", join, secret=True),
             GeneratedFile(NODE0_FILE, "torchrun on this machine (node 0)", shlex.join(node0) + "\n"),
             GeneratedFile(
-                JOB_FILE, "The job every node is given", json.dumps(job, indent=2) + "\n", "application/json"
+                JOB_FILE,
+                "The job every node is given",
+                json.dumps(job, indent=2) + "\n",
+                "application/json",
+                secret=True,
             ),
         ]
 
