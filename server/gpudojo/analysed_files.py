@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 import sys
 import threading
 import time
@@ -32,6 +33,12 @@ from .worker.pipe import WarmWorker, WorkerFailure
 L = TypeVar("L")
 
 ALL_RANKS = "*"
+# The worker's replies are a few hundred bytes (its analysis goes to files): a longer line is
+# not read into the server (bytes).
+MAX_REPLY_BYTES = 1 << 20
+# Refusals remembered per file identity, so that a file that was too much for its analysis is
+# not analysed again on every query of the viewer.
+REFUSALS_KEPT = 256
 
 
 class FileRequestError(Invalid):
@@ -75,6 +82,7 @@ class AnalysedFiles(Generic[L]):
         max_bytes: int,
         python: str = sys.executable,
         keep_open: int = 4,
+        max_rss_bytes: int | None = None,
     ) -> None:
         from .runfolder import runs_dir
 
@@ -95,9 +103,13 @@ class AnalysedFiles(Generic[L]):
             python,
             name=kind.worker_name,
             args=("--serve",),
+            max_rss_bytes=max_rss_bytes,
+            max_line_bytes=MAX_REPLY_BYTES,
         )
         self._worker_lock = threading.Lock()
         self._progress: dict[str, dict[str, Any]] = {}
+        self._refused: OrderedDict[str, ServiceError] = OrderedDict()
+        self.worker_starts = 0
 
     # --- naming ---------------------------------------------------------------------------
 
@@ -178,6 +190,9 @@ class AnalysedFiles(Generic[L]):
                 return self._open[key], True
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:  # one analysis per file at a time; others wait for its result
+            refused = self._refused.get(key)
+            if refused is not None:
+                raise refused
             folder = self.cache_dir / key
             cached = (folder / "summary.json").is_file()
             if not cached:
@@ -216,17 +231,41 @@ class AnalysedFiles(Generic[L]):
                         raise TimedOut(
                             f"Analysing {name} took longer than {self.timeout_s:g} s", "analysis_timeout"
                         ) from err
+                    if err.kind == "memory":
+                        # Whatever the worker left there was written past the cap: not a result.
+                        shutil.rmtree(folder, ignore_errors=True)
+                        raise self._refuse(key, self.out_of_memory(name, err.message)) from err
                     raise Failed(f"The analysis of {name} failed: {err.message}", "analysis_failed") from err
         finally:
             self._progress.pop(key, None)
         if "error" in reply:
-            raise self.refusal(name, reply["error"])
+            raise self._refuse(key, self.refusal(name, reply["error"]))
         if not reply.get("ok"):
-            raise Failed(f"The analysis of {name} failed: {reply}", "analysis_failed")
+            raise Failed(f"The analysis of {name} failed: {str(reply)[:1000]}", "analysis_failed")
+
+    def _refuse(self, key: str, error: ServiceError) -> ServiceError:
+        """``error``, remembered as the answer for these files while they stay as they are."""
+        with self._lock:
+            self._refused[key] = error
+            while len(self._refused) > REFUSALS_KEPT:
+                self._refused.popitem(last=False)
+        return error
+
+    def out_of_memory(self, name: str, message: str) -> ServiceError:
+        """The 413 for files whose analysis outgrew the worker's memory cap."""
+        return TooLarge(
+            f"{name}: {message} The most an analysis may hold is set by GPUDojo.analysis_max_rss_bytes; "
+            f"a smaller {self.kind.noun} (fewer steps or entries) fits.",
+            f"{self.kind.noun}_too_large",
+        )
 
     def refusal(self, name: str, error: dict[str, Any]) -> ServiceError:
-        """The 4xx error for a file the worker refused (not this kind of file, or unsafe)."""
-        return FileRequestError(f"{name}: {error.get('message', 'not readable')}", f"not_a_{self.kind.noun}")
+        """The 4xx error for a file the worker refused (not this kind of file, unsafe, or more
+        than this server analyses)."""
+        message = f"{name}: {str(error.get('message', 'not readable'))[:2000]}"
+        if error.get("kind") == "too_large":
+            return TooLarge(message, f"{self.kind.noun}_too_large")
+        return FileRequestError(message, f"not_a_{self.kind.noun}")
 
     def _call_worker(self, message: dict[str, Any], on_progress: Callable[[Any], None]) -> dict[str, Any]:
         """One analysis in the warm worker; a worker that had died since the last one (killed,
@@ -244,6 +283,7 @@ class AnalysedFiles(Generic[L]):
         """Start the worker if it is not running (the caller holds the worker lock); a first
         start may compile or import a lot, hence the long limit."""
         if not self._worker.alive:
+            self.worker_starts += 1
             self._worker.start(timeout_s=max(self.timeout_s, 300.0))
 
     def warm_up(self) -> None:

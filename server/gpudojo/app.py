@@ -63,6 +63,15 @@ class GPUDojo(ExtensionApp):
         2 * 1024**3,
         help="The compile worker is stopped (413) when a compile makes it hold more memory than this (bytes).",
     ).tag(config=True)
+    analysis_max_rss_bytes = Integer(
+        2 * 1024**3,
+        help="The memory- and profile-analysis workers are stopped (413, not retried) when an analysis makes "
+        "one hold more memory than this (bytes).",
+    ).tag(config=True)
+    analysis_max_inflated_bytes = Integer(
+        1024**3,
+        help="A gzipped trace is refused (413) as soon as it inflates past this many bytes.",
+    ).tag(config=True)
     simulator_max_threads = Integer(
         4096, help="Most threads (grid x block) one launch may have in numba's CUDA simulator."
     ).tag(config=True)
@@ -103,6 +112,8 @@ class GPUDojo(ExtensionApp):
                 kernel_run_timeout_s=self.kernel_run_timeout_s,
                 kernel_max_source_bytes=self.kernel_max_source_bytes,
                 kernel_compile_max_rss_bytes=self.kernel_compile_max_rss_bytes,
+                analysis_max_rss_bytes=self.analysis_max_rss_bytes,
+                analysis_max_inflated_bytes=self.analysis_max_inflated_bytes,
                 simulator_max_threads=self.simulator_max_threads,
                 memory_warm_worker=self.memory_warm_worker,
                 max_concurrent_checks=self.max_concurrent_checks,

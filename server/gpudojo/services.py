@@ -62,6 +62,8 @@ class Settings:
     kernel_run_timeout_s: float = 60.0
     kernel_max_source_bytes: int = 64 * 1024
     kernel_compile_max_rss_bytes: int = 2 * 1024**3
+    analysis_max_rss_bytes: int = 2 * 1024**3
+    analysis_max_inflated_bytes: int = 1024**3
     simulator_max_threads: int = 4096
     memory_warm_worker: bool = True
     max_concurrent_checks: int = 2
@@ -217,14 +219,19 @@ class Services:
         from .memory.service import MemoryService
 
         s = self.settings
-        return MemoryService(s.data_path, Path(s.root_dir))
+        return MemoryService(s.data_path, Path(s.root_dir), max_rss_bytes=s.analysis_max_rss_bytes)
 
     @cached_property
     def profile(self) -> ProfileService:
         from .profile.service import ProfileService
 
         s = self.settings
-        return ProfileService(s.data_path, Path(s.root_dir))
+        return ProfileService(
+            s.data_path,
+            Path(s.root_dir),
+            max_inflated_bytes=s.analysis_max_inflated_bytes,
+            max_rss_bytes=s.analysis_max_rss_bytes,
+        )
 
     def warm_memory(self) -> None:
         """Start the memory-analysis worker (server start, in the background)."""

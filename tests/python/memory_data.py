@@ -119,6 +119,21 @@ def dump(snapshot: dict[str, Any]) -> bytes:
     return pickle.dumps(snapshot, protocol=4)
 
 
+def make_long_frame_snapshot(chars: int, lines: int = 4, entries: int = 2000) -> dict[str, Any]:
+    """make_snapshot's, with every user frame replaced by one of ``lines`` frames (different
+    lines) whose filename is one string of ``chars`` characters: the pickle holds it once
+    (memoised), an analysis that copies it per frame ``lines`` times."""
+    snapshot = make_snapshot(entries, seed=1)
+    filename = "/home/me/" + "x" * chars + ".py"
+    frames = [{"filename": filename, "line": 10 + i, "name": "forward"} for i in range(lines)]
+    for i, e in enumerate(snapshot["device_traces"][0]):
+        e["frames"] = [TORCH, frames[i % lines]]
+    for segment in snapshot["segments"]:
+        for block in segment["blocks"]:
+            block["frames"] = [frames[0]]
+    return snapshot
+
+
 def real_trace(entries: int, *, depth: int = 20, distinct_frames: int = 200, seed: int = 0) -> Iterator[dict[str, Any]]:
     """Trace entries shaped like a real training job's (what the benchmarks open): each carries
     a ``depth``-deep stack (innermost first: C++ allocator frames, torch's Python frames, then

@@ -15,6 +15,7 @@ import os
 import socket
 import sys
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -475,3 +476,36 @@ if __name__ == "__main__":
         print(*make_ddp_traces(target), sep="\n")
     else:
         print(MAKERS[kind](target))
+
+
+# ---------------------------------------------------------------- hostile inputs
+
+
+def write_gzip_of_zeros(path: Path, inflated_bytes: int) -> Path:
+    """A gzip file that inflates to ``inflated_bytes`` zeros (a decompression bomb: about
+    1 KB of file per MB inflated), compressed a piece at a time as a stream would be."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: a gzip member
+    piece = bytes(1 << 22)
+    with open(path, "wb") as f:
+        left = inflated_bytes
+        while left:
+            n = min(left, len(piece))
+            f.write(packer.compress(piece[:n]))
+            left -= n
+        f.write(packer.flush())
+    return path
+
+
+def write_trace_with_long_strings(path: Path, chars: int) -> Path:
+    """A small valid Chrome trace whose one operator has a name and an args value of
+    ``chars`` characters each (and a thread id as long), among ordinary spans."""
+    long_name = "op_" + "n" * chars
+    events: list[dict[str, Any]] = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+        {"ph": "X", "cat": "cpu_op", "name": long_name, "pid": 1, "tid": 1, "ts": 10, "dur": 500,
+         "args": {"note": "a" * chars}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 600, "dur": 100},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": "t" * chars, "ts": 100, "dur": 50},
+    ]  # fmt: skip
+    _write_json(path, events)
+    return path

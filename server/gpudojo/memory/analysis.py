@@ -16,10 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from ..clipping import MAX_KEPT_JSON_BYTES, clip_strings
 from .estimator import oom_fixes
-from .snapshot import Parsed
+from .snapshot import CaptureTooLarge, Parsed
 
-ANALYSIS_VERSION = 1
+# 2: frames, phases and context are clipped (an analysis cached before may hold them whole).
+ANALYSIS_VERSION = 2
 MAX_FRAMES_LISTED = 20
 
 
@@ -239,8 +241,18 @@ def diff(a: Loaded, b: Loaded) -> dict[str, Any]:
 
 
 def write_analysis(parsed: Parsed, folder: Path) -> dict[str, Any]:
+    """Write arrays.npz and summary.json into ``folder``; the summary. Raises CaptureTooLarge
+    when the summary would hold more than MAX_KEPT_JSON_BYTES (bytes) of JSON."""
     t0 = time.perf_counter()
     arrays, summary = analyse(parsed)
+    # The sidecar's phase names and model context come from the run, as the frames do.
+    summary = clip_strings(summary)
+    text = json.dumps(summary)
+    if len(text) > MAX_KEPT_JSON_BYTES:
+        raise CaptureTooLarge(
+            f"its analysis would keep {len(text)} bytes of frames, phases and context ({len(summary['frames'])} "
+            f"distinct frames); the most this server keeps is {MAX_KEPT_JSON_BYTES} bytes"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / "arrays.tmp.npz"
     arrays.save(tmp)

@@ -47,6 +47,7 @@ class MemoryService:
         *,
         analysis_timeout_s: float = 300.0,
         max_capture_bytes: int = 2 * 1024**3,
+        max_rss_bytes: int | None = 2 * 1024**3,
         python: str = sys.executable,
     ) -> None:
         self.cache_dir = data_dir / "memory-cache"
@@ -61,6 +62,7 @@ class MemoryService:
             timeout_s=analysis_timeout_s,
             max_bytes=max_capture_bytes,
             python=python,
+            max_rss_bytes=max_rss_bytes,
         )
 
     @property

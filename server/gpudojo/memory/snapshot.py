@@ -13,12 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ..clipping import MAX_TEXT_CHARS, clip_text
+
 # Frames from these places are the framework's, not the learner's.
 _LIBRARY_MARKERS = ("/torch/", "/site-packages/", "/dist-packages/", "<frozen", "/lib/python3", "??")
 CPU_FORMAT = "gpudojo-cpu-memory/1"
 # A CPU capture is JSON, parsed whole (about 10x its size in memory): larger ones are refused
 # from their size alone (bytes). labkit's captures of the course's labs are a few MB.
 MAX_CPU_CAPTURE_BYTES = 256 * 1024**2
+# labkit's phases sidecar is a few KB; it is read whole, and its names become categories.
+MAX_SIDECAR_BYTES = 4 * 1024**2
 
 
 class CaptureTooLarge(ValueError):
@@ -109,11 +113,12 @@ class _FrameTable:
                 is_library = library[filename] = not filename or any(m in filename for m in _LIBRARY_MARKERS)
             if is_library:
                 continue
-            key = (filename, f.get("line") or 0, f.get("name") or "")
+            # Kept clipped: the table goes into the summary that every query of the capture loads.
+            key = (clip_text(str(filename)), f.get("line") or 0, clip_text(str(f.get("name") or "")))
             index = self._index.get(key)
             if index is None:
                 index = self._index[key] = len(self.frames)
-                self.frames.append({"filename": str(key[0]), "line": int(key[1]), "name": str(key[2])})
+                self.frames.append({"filename": key[0], "line": int(key[1]), "name": key[2]})
             return index
         return -1
 
@@ -135,7 +140,7 @@ def _phase_category(phases: list[tuple[float, str]], names: list[str]):
 def _categories(sidecar: dict[str, Any], timed: bool) -> tuple[list[tuple[float, str]], list[str], str, list[str]]:
     """labkit's phase marks (t_us, name) sorted, the category names, where categories come
     from, and the notes a CUDA snapshot's analysis carries. Phases need a time axis."""
-    phases = sorted((float(t), str(name)) for t, name in sidecar.get("phases", [])) if timed else []
+    phases = sorted((float(t), clip_text(str(name))) for t, name in sidecar.get("phases", [])) if timed else []
     notes: list[str] = []
     if phases:
         names = ["before the first phase", *dict.fromkeys(name for _, name in phases)]
@@ -427,12 +432,14 @@ def parse_cuda_scan(sc: Any, device: int | None = None, sidecar: dict[str, Any] 
             continue
         filename = slot(int(d), "filename", ss.K_STR)
         name = slot(int(d), "name", ss.K_STR)
+        # One character past the clip: enough for the table to mark the cut, never the whole string.
+        longest = MAX_TEXT_CHARS + 1
         index_of[int(d)] = table.user_frame(
             [
                 {
-                    "filename": sc.text(filename) if filename is not None else "",
+                    "filename": sc.text(filename, longest) if filename is not None else "",
                     "line": slot(int(d), "line", ss.K_INT) or 0,
-                    "name": sc.text(name) if name is not None else "",
+                    "name": sc.text(name, longest) if name is not None else "",
                 }
             ]
         )
@@ -492,7 +499,15 @@ def read_capture(path: Path, *, fast: bool = True, on_progress: Any = None) -> P
             )
         return parse_cpu_capture(json.loads(path.read_bytes()))
     sidecar_path = path.with_suffix(".phases.json")
-    sidecar = json.loads(sidecar_path.read_text()) if sidecar_path.is_file() else None
+    sidecar = None
+    if sidecar_path.is_file():
+        size = sidecar_path.stat().st_size
+        if size > MAX_SIDECAR_BYTES:
+            raise CaptureTooLarge(
+                f"{sidecar_path.name} is {size} bytes; labkit's phases file is a few KB, and the most this "
+                f"server reads is {MAX_SIDECAR_BYTES} bytes"
+            )
+        sidecar = json.loads(sidecar_path.read_text())
     ss = _scan_reader() if fast else None
     if ss is not None:
         try:

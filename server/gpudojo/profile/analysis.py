@@ -24,10 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from ..clipping import MAX_KEPT_JSON_BYTES, clip_text
 from .trace import (
+    MAX_INFLATED_BYTES,
     Events,
     NotATrace,
     Source,
+    TraceTooLarge,
     WindowIndex,
     load_events,
     merge,
@@ -37,9 +40,10 @@ from .trace import (
     save_events,
 )
 
-__all__ = ["ANALYSIS_VERSION", "Loaded", "NotATrace", "diff", "write_analysis"]
+__all__ = ["ANALYSIS_VERSION", "Loaded", "NotATrace", "TraceTooLarge", "diff", "write_analysis"]
 
-ANALYSIS_VERSION = 2
+# 3: names, args and lane labels are clipped (an analysis cached before may hold them whole).
+ANALYSIS_VERSION = 3
 
 # When a finding is raised (shares are of the mean step).
 DATA_LOADING_SHARE = 0.20
@@ -619,7 +623,7 @@ def apply_hta(hta: dict[str, Any], primary: int, summary: dict[str, Any]) -> lis
             mean = float(r["mean (us)"]) or 1.0
             table.append(
                 {
-                    "name": str(r["name"]),
+                    "name": clip_text(str(r["name"])),  # HTA reads the file itself, unclipped
                     "calls": round(float(r["sum (us)"]) / mean),
                     "total_us": float(r["sum (us)"]),
                     "mean_us": mean,
@@ -948,10 +952,17 @@ def _rounded(value: Any, key: str = "") -> Any:
     return value
 
 
-def write_analysis(sources: list[Path], folder: Path, on_progress: Progress | None = None) -> dict[str, Any]:
+def write_analysis(
+    sources: list[Path],
+    folder: Path,
+    on_progress: Progress | None = None,
+    max_inflated_bytes: int = MAX_INFLATED_BYTES,
+) -> dict[str, Any]:
     """Analyse one trace file per rank into ``folder``: summary.json (ProfileSummary's fields
     but trace and cached), the index for windows and hovers (index.npz, args.bin) and the
-    operator table for diffs (ops.npz). Raises NotATrace.
+    operator table for diffs (ops.npz). Raises NotATrace, and TraceTooLarge for a gzipped
+    file that inflates past ``max_inflated_bytes`` (bytes) or an analysis that would keep
+    more than MAX_KEPT_JSON_BYTES of names.
 
     summary.json is removed first and written last, by rename: a folder holding one is
     complete, whatever happened to the process writing it."""
@@ -964,7 +975,7 @@ def write_analysis(sources: list[Path], folder: Path, on_progress: Progress | No
         def scaled(phase: str, fraction: float | None, i: int = i) -> None:
             progress(phase, None if fraction is None else (i + fraction) / len(sources))
 
-        columns = read_trace(path, scaled)
+        columns = read_trace(path, scaled, max_inflated_bytes)
         read.append(Source(path, _rank_of(path, columns.meta), columns))
     progress("analysing", None)
     renamed = _distinct_ranks(read)
@@ -988,8 +999,14 @@ def write_analysis(sources: list[Path], folder: Path, on_progress: Progress | No
     if unmatched:
         summary["notes"].append(f"{unmatched} B/E events had no other half and were left out.")
     summary["analysis_ms"] = (time.perf_counter() - t0) * 1000
+    text = json.dumps(summary)
+    if len(text) > MAX_KEPT_JSON_BYTES:
+        raise TraceTooLarge(
+            f"its summary would be {len(text)} bytes ({len(summary['steps'])} steps, {len(summary['lanes'])} "
+            f"threads and streams); the most this server keeps is {MAX_KEPT_JSON_BYTES} bytes"
+        )
     tmp = folder / "summary.tmp.json"
-    tmp.write_text(json.dumps(summary), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(folder / "summary.json")
     return summary
 

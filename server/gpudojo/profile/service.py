@@ -18,6 +18,7 @@ from ..errors import ServiceError
 from ..runfolder import TRACE_NAME
 from .analysis import ANALYSIS_VERSION, Loaded, diff
 from .models import EventDetail, ProfileDiff, ProfileProgress, ProfileSummary, ProfileWindow, Trace, TraceList
+from .trace import MAX_INFLATED_BYTES
 
 TRACES = FileKind(
     noun="trace",
@@ -50,9 +51,12 @@ class ProfileService:
         *,
         analysis_timeout_s: float = 600.0,
         max_trace_bytes: int = 2 * 1024**3,
+        max_inflated_bytes: int = MAX_INFLATED_BYTES,
+        max_rss_bytes: int | None = 2 * 1024**3,
         python: str = sys.executable,
     ) -> None:
         self.cache_dir = data_dir / "profile-cache"
+        self.max_inflated_bytes = max_inflated_bytes
         self.files: AnalysedFiles[Loaded] = AnalysedFiles(
             TRACES,
             data_dir,
@@ -62,6 +66,7 @@ class ProfileService:
             timeout_s=analysis_timeout_s,
             max_bytes=max_trace_bytes,
             python=python,
+            max_rss_bytes=max_rss_bytes,
         )
 
     # --- traces ---------------------------------------------------------------------------
@@ -101,7 +106,12 @@ class ProfileService:
 
     def _ensure(self, trace_id: str) -> tuple[Loaded, bool]:
         return self.files.ensure(
-            trace_id, lambda paths, folder: {"sources": [str(p) for p in paths], "folder": str(folder)}
+            trace_id,
+            lambda paths, folder: {
+                "sources": [str(p) for p in paths],
+                "folder": str(folder),
+                "max_inflated_bytes": self.max_inflated_bytes,
+            },
         )
 
     def summary(self, trace_id: str) -> ProfileSummary:

@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 import orjson
 
+from ..clipping import MAX_KEPT_JSON_BYTES, clip_text
+
 Progress = Callable[[str, float | None], None]
 
 # Kineto's categories for activity on the GPU (pid = device, tid = stream).
@@ -39,10 +41,28 @@ CHUNK_BYTES = 4 << 20
 _NUMBER = (int, float)
 _EVENT_GAP = re.compile(rb"\}\s*,\s*\{")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+# A gzipped trace is inflated in pieces and refused past this many bytes (the default of
+# GPUDojo.analysis_max_inflated_bytes): a 1.5 MB file of zeros inflates to 1.5 GB.
+MAX_INFLATED_BYTES = 1024**3
+INFLATE_PIECE_BYTES = 4 << 20
+# One event's args kept for its hover (JSON bytes); a profiler writes a few hundred.
+MAX_ARGS_BYTES = 64 * 1024
 
 
 class NotATrace(ValueError):
     """The file is not a Chrome/Kineto trace; the message says why, in words."""
+
+
+class TraceTooLarge(ValueError):
+    """The trace is more than this server analyses (inflated, or in what its analysis keeps)."""
+
+
+def size_text(n: int) -> str:
+    """A byte count as a person reads a cap: 1 GiB, 64 MiB, 1000 bytes."""
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} bytes"
 
 
 @dataclass
@@ -191,6 +211,10 @@ class _Collector:
                     before = len(buf)
                     buf += dumps(args)
                     kept = len(buf) - before
+                    if kept > MAX_ARGS_BYTES:  # the server reads them back whole on a hover
+                        del buf[before:]
+                        buf += dumps({"args": f"{kept} bytes of args, not kept"})
+                        kept = len(buf) - before
             except (AttributeError, KeyError, TypeError):  # not a dict, a field missing, unhashable
                 self.skipped += 1
                 continue
@@ -224,10 +248,11 @@ class _Collector:
             args_start=starts,
             args_len=lens.astype(np.int32),
             args_blob=bytes(self.args_buf),
-            names=[str(n) for n in self.names],
-            cats=[str(c) for c in self.cats],
+            # Clipped: the tables are loaded by the server and sent with every window.
+            names=[clip_text(str(n)) for n in self.names],
+            cats=[clip_text(str(c)) for c in self.cats],
             threads=list(self.threads),
-            dims_text=[d.replace(",", ", ") for d in self.dims_ids],
+            dims_text=[clip_text(d.replace(",", ", ")) for d in self.dims_ids],
             meta=meta or {},
             pairs=self.pairs,
             skipped=self.skipped,
@@ -256,18 +281,32 @@ def _pair_begin_end(pairs: list[dict[str, Any]]) -> tuple[Columns, int]:
     return collector.finish(), orphans + sum(len(stack) for stack in open_by_thread.values())
 
 
-def read_bytes(path: Path) -> bytes:
-    """The file's bytes, gunzipped when it is gzip (by its magic number, not its name)."""
+def read_bytes(path: Path, max_inflated_bytes: int = MAX_INFLATED_BYTES) -> bytes | bytearray:
+    """The file's bytes, gunzipped when it is gzip (by its magic number, not its name).
+
+    A gzip file is inflated a piece at a time into one growing buffer and refused with
+    TraceTooLarge as soon as it passes ``max_inflated_bytes`` (bytes): gzip.decompress would
+    hold all of it, twice over while it grows, before anyone could look at its size."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            gzipped = f.read(2) == b"\x1f\x8b"
+        if not gzipped:
+            return path.read_bytes()
+        data = bytearray()
+        with gzip.open(path, "rb") as g:
+            while piece := g.read(INFLATE_PIECE_BYTES):
+                if len(data) + len(piece) > max_inflated_bytes:
+                    raise TraceTooLarge(
+                        f"{path.name} inflates past {size_text(max_inflated_bytes)}, the most this server "
+                        f"inflates a gzipped trace to (GPUDojo.analysis_max_inflated_bytes): record fewer steps "
+                        f"(a shorter torch.profiler schedule)"
+                    )
+                data += piece
+        return data
+    except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+        raise NotATrace(f"{path.name} is a truncated or corrupt gzip file ({err})") from err
     except OSError as err:
         raise NotATrace(f"{path.name} cannot be read: {err.strerror or err}") from err
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as err:
-            raise NotATrace(f"{path.name} is a truncated or corrupt gzip file ({err})") from err
-    return data
 
 
 @dataclass
@@ -434,13 +473,16 @@ def _read_in_parallel(data: bytes, layout: _Layout, on_progress: Progress | None
     return concat_columns([parts[i] for i in range(layout.count)])
 
 
-def read_trace(path: Path, on_progress: Progress | None = None) -> Columns:
+def read_trace(
+    path: Path, on_progress: Progress | None = None, max_inflated_bytes: int = MAX_INFLATED_BYTES
+) -> Columns:
     """Read one trace file (.json or .json.gz, Kineto or Chrome) into columns.
 
-    Raises NotATrace when it is not JSON, is cut short, or holds no complete events."""
+    Raises NotATrace when it is not JSON, is cut short, or holds no complete events, and
+    TraceTooLarge when it is gzipped and inflates past ``max_inflated_bytes`` (bytes)."""
     if on_progress is not None:
         on_progress("reading", 0.0)
-    data = read_bytes(path)
+    data = read_bytes(path, max_inflated_bytes)
     enabled = gc.isenabled()
     gc.disable()  # millions of short-lived dicts: the collector would rescan them for nothing
     try:
@@ -551,7 +593,7 @@ def _lanes_of(src: Source, first_id: int) -> tuple[list[dict[str, Any]], np.ndar
         lanes.append(
             {
                 "id": first_id + len(lanes),
-                "label": f"rank {src.rank} · {where}",
+                "label": clip_text(f"rank {src.rank} · {where}"),  # a tid may be any string
                 "kind": kind,
                 "rank": src.rank,
                 "main": t == main,
@@ -750,6 +792,12 @@ def save_events(ev: Events, folder: Path) -> None:
     object, as JSON, back to back), each written to a temporary name and renamed, so that a
     killed writer never leaves half a file under the real name."""
     tables = {f"table_{k}": np.frombuffer(orjson.dumps(getattr(ev, k)), dtype=np.uint8) for k in _TABLES}
+    kept = sum(len(t) for t in tables.values())
+    if kept > MAX_KEPT_JSON_BYTES:
+        raise TraceTooLarge(
+            f"its analysis would keep {kept} bytes of names ({len(ev.names)} distinct names, {len(ev.lanes)} "
+            f"threads and streams); the most this server keeps is {MAX_KEPT_JSON_BYTES} bytes"
+        )
     save_arrays(folder / "index.npz", {**{k: getattr(ev, k) for k in _ARRAYS}, **tables})
     tmp = folder / "args.tmp.bin"
     tmp.write_bytes(ev.args_blob)

@@ -21,8 +21,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gpudojo.clipping import clip_text
 from gpudojo.memory.analysis import write_analysis
 from gpudojo.memory.snapshot import CaptureTooLarge, RefusedPickle, read_capture
+
+# An error message quotes the file at times (a key, a value): what the server hears stays short.
+MAX_MESSAGE_CHARS = 2000
 
 
 def analyse(source: Path, folder: Path, emit=None) -> tuple[dict[str, Any], int]:
@@ -32,17 +36,24 @@ def analyse(source: Path, folder: Path, emit=None) -> tuple[dict[str, Any], int]
         if emit is not None:
             emit({"progress": {"phase": phase, "fraction": fraction}})
 
+    def error(kind: str, message: str) -> tuple[dict[str, Any], int]:
+        return {"error": {"kind": kind, "message": clip_text(message, MAX_MESSAGE_CHARS)}}, 3
+
     try:
         parsed = read_capture(source, on_progress=progress)
+        progress("indexing", None)
+        summary = write_analysis(parsed, folder)
     except RefusedPickle as err:
-        return {"error": {"kind": "refused", "message": str(err)}}, 3
+        return error("refused", str(err))
     except CaptureTooLarge as err:
-        return {"error": {"kind": "too_large", "message": str(err)}}, 3
+        return error("too_large", str(err))
+    except MemoryError:
+        # The capture's fault, not the worker's: answered, never retried (the server would
+        # take a worker that died of it for a crash and try again).
+        return error("too_large", "it needs more memory than this machine could give its analysis")
     # A file of the wrong shape fails in any of these ways; none may end the warm worker.
     except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError, OSError) as err:
-        return {"error": {"kind": "invalid", "message": f"{type(err).__name__}: {err}"}}, 3
-    progress("indexing", None)
-    summary = write_analysis(parsed, folder)
+        return error("invalid", f"{type(err).__name__}: {err}")
     return {"ok": True, "allocations": summary["allocations"], "analysis_ms": summary["analysis_ms"]}, 0
 
 

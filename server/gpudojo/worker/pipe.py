@@ -25,13 +25,37 @@ MEMORY_POLL_S = 0.25
 
 
 class WorkerFailure(RuntimeError):
-    """The worker hung (kind "timeout"), died ("crashed"), outgrew its memory cap ("memory")
-    or could not start."""
+    """The worker hung (kind "timeout"), died ("crashed"), outgrew its memory cap ("memory"),
+    wrote a line longer than it may ("reply_too_large") or could not start."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
+
+
+def peak_rss(pid: int) -> int | None:
+    """The process's peak resident memory since its start or its last reset_peak_rss (bytes):
+    Linux's VmHWM. None where /proc does not say."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def reset_peak_rss(pid: int) -> bool:
+    """Start the process's peak resident memory afresh from what it holds now (Linux 4.0 on);
+    False where that cannot be done."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
 
 
 def kill_group(proc: subprocess.Popen) -> None:
@@ -56,6 +80,7 @@ class WarmWorker:
         args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
         max_rss_bytes: int | None = None,
+        max_line_bytes: int | None = None,
     ) -> None:
         self.module = module
         self.log_path = log_path
@@ -67,9 +92,16 @@ class WarmWorker:
         # Resident memory (bytes) past which the worker is stopped while it works on a request:
         # a compile bomb (templates that instantiate without end) grows by ~150 MB/s.
         self.max_rss_bytes = max_rss_bytes
+        # Longest line the server reads from the worker (bytes): past it the worker is stopped
+        # rather than its output held in the server's memory.
+        self.max_line_bytes = max_line_bytes
         self.proc: subprocess.Popen | None = None
         self.info: dict[str, Any] = {}
         self._buffer = b""
+        # Whether the peak of the request in flight is measured (VmHWM, reset when it was sent):
+        # a poll every MEMORY_POLL_S misses memory taken and given back in between.
+        self._peak_measured = False
+        self._next_memory_check = 0.0
 
     def start(self, timeout_s: float) -> dict[str, Any]:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,6 +115,7 @@ class WarmWorker:
                 env=self.env,
             )
         self._buffer = b""
+        self._peak_measured = False  # starting counts what it holds now, not a request's peak
         self.info = self._read_line(timeout_s)
         return self.info
 
@@ -98,6 +131,7 @@ class WarmWorker:
     ) -> dict[str, Any]:
         """Send one request and return its reply; progress lines go to ``on_progress``."""
         assert self.proc is not None and self.proc.stdin is not None
+        self._peak_measured = self.max_rss_bytes is not None and reset_peak_rss(self.proc.pid)
         try:
             self.proc.stdin.write(json.dumps(message).encode() + b"\n")
             self.proc.stdin.flush()
@@ -107,6 +141,9 @@ class WarmWorker:
         while True:
             reply = self._read_line(deadline - time.monotonic(), timeout_s)
             if "progress" not in reply:
+                # A request whose peak passed the cap fails whether or not it got done in time:
+                # the same file gets the same answer however fast the machine.
+                self._check_memory()
                 return reply
             if on_progress is not None:
                 on_progress(reply["progress"])
@@ -119,13 +156,16 @@ class WarmWorker:
             sel.register(fd, selectors.EVENT_READ)
             while b"\n" not in self._buffer:
                 left = deadline - time.monotonic()
-                if left > 0 and not sel.select(min(left, MEMORY_POLL_S)):
-                    self._check_memory()
-                    continue
                 if left <= 0:
                     self.stop()
                     limit = timeout_s if timeout_s is not None else left_s
                     raise self.failure("timeout", f"The {self.name} took longer than {limit:g} s and was stopped.")
+                ready = sel.select(min(left, MEMORY_POLL_S))
+                # Also while it talks: a worker sending progress lines is never quiet for a poll.
+                if time.monotonic() >= self._next_memory_check:
+                    self._check_memory()
+                if not ready:
+                    continue
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
                     code = self.proc.wait()
@@ -133,24 +173,35 @@ class WarmWorker:
                     how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
                     raise self.failure("crashed", f"The {self.name} process died ({how}); it has been restarted.")
                 self._buffer += chunk
+                cap = self.max_line_bytes
+                if cap is not None and len(self._buffer) > cap and b"\n" not in self._buffer[: cap + 1]:
+                    self.stop()
+                    raise self.failure(
+                        "reply_too_large", f"The {self.name} wrote a line over {cap} bytes and was stopped."
+                    )
         line, _, self._buffer = self._buffer.partition(b"\n")
         return json.loads(line)
 
     def _check_memory(self) -> None:
-        """Stop the worker and raise a failure of kind "memory" when it holds more than max_rss_bytes."""
+        """Stop the worker and raise a failure of kind "memory" when it holds, or held since the
+        request was sent, more than max_rss_bytes."""
+        self._next_memory_check = time.monotonic() + MEMORY_POLL_S
         if self.max_rss_bytes is None or self.proc is None:
             return
-        import psutil
+        rss = peak_rss(self.proc.pid) if self._peak_measured else None
+        if rss is None:
+            import psutil
 
-        try:
-            rss = psutil.Process(self.proc.pid).memory_info().rss
-        except psutil.Error:
-            return  # gone: the next read sees its end
+            try:
+                rss = psutil.Process(self.proc.pid).memory_info().rss
+            except psutil.Error:
+                return  # gone: the next read sees its end
         if rss > self.max_rss_bytes:
             self.stop()
             raise self.failure(
                 "memory",
-                f"The {self.name} used more than {self.max_rss_bytes // 2**20} MiB of memory and was stopped.",
+                f"The {self.name} used more than {self.max_rss_bytes // 2**20} MiB of memory "
+                f"({rss // 2**20} MiB) and was stopped.",
             )
 
     def stop(self) -> None:

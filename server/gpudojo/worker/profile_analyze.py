@@ -22,39 +22,55 @@ from pathlib import Path
 from typing import Any
 
 _STARTED = time.perf_counter()
-from gpudojo.profile.analysis import ANALYSIS_VERSION, NotATrace, write_analysis  # noqa: E402
+from gpudojo.clipping import clip_text  # noqa: E402
+from gpudojo.profile.analysis import ANALYSIS_VERSION, NotATrace, TraceTooLarge, write_analysis  # noqa: E402
+from gpudojo.profile.trace import MAX_INFLATED_BYTES  # noqa: E402
 
 _IMPORT_MS = (time.perf_counter() - _STARTED) * 1000
+# An error message quotes the file at times (a key, a value): what the server hears stays short.
+MAX_MESSAGE_CHARS = 2000
 
 
-def analyse(sources: list[Path], folder: Path, emit=None) -> tuple[dict[str, Any], int]:
+def analyse(
+    sources: list[Path], folder: Path, emit=None, max_inflated_bytes: int = MAX_INFLATED_BYTES
+) -> tuple[dict[str, Any], int]:
     """The reply for one profile, and the exit code the one-shot command returns."""
 
     def progress(phase: str, fraction: float | None) -> None:
         if emit is not None:
             emit({"progress": {"phase": phase, "fraction": fraction}})
 
+    def error(kind: str, message: str) -> tuple[dict[str, Any], int]:
+        return {"error": {"kind": kind, "message": clip_text(message, MAX_MESSAGE_CHARS)}}, 3
+
     if not sources:
-        return {"error": {"kind": "invalid", "message": "No trace file given."}}, 3
+        return error("invalid", "No trace file given.")
     try:
-        summary = write_analysis(sources, folder, on_progress=progress)
+        summary = write_analysis(sources, folder, on_progress=progress, max_inflated_bytes=max_inflated_bytes)
+    except TraceTooLarge as err:
+        return error("too_large", str(err))
     except NotATrace as err:
-        return {"error": {"kind": "invalid", "message": str(err)}}, 3
+        return error("invalid", str(err))
+    except MemoryError:
+        # The trace's fault, not the worker's: answered, never retried (the server would
+        # take a worker that died of it for a crash and try again).
+        return error("too_large", "it needs more memory than this machine could give its analysis")
     except (ValueError, KeyError, TypeError, IndexError, OSError) as err:
         # Analysis of a trace shaped in a way nobody foresaw: say what, never a traceback.
-        return {"error": {"kind": "invalid", "message": f"{type(err).__name__}: {err}"}}, 3
+        return error("invalid", f"{type(err).__name__}: {err}")
     return {"ok": True, "events": summary["events"], "analysis_ms": summary["analysis_ms"]}, 0
 
 
-def _request(line: str) -> tuple[list[Path], Path] | str:
-    """A request's sources and folder, or why it cannot be read."""
+def _request(line: str) -> tuple[list[Path], Path, int] | str:
+    """A request's sources, folder and inflated-size cap (bytes), or why it cannot be read."""
     try:
         request = json.loads(line)
         sources = [Path(s) for s in request["sources"]]
         folder = Path(request["folder"])
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        max_inflated = int(request.get("max_inflated_bytes", MAX_INFLATED_BYTES))
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as err:
         return f"Bad request ({type(err).__name__}: {err}): expected {{'sources': [...], 'folder': ...}}"
-    return sources, folder
+    return sources, folder, max_inflated
 
 
 def warm_up() -> dict[str, Any]:
@@ -85,7 +101,8 @@ def serve() -> int:
         if isinstance(request, str):
             emit({"error": {"kind": "invalid", "message": request}})
             continue
-        reply, _ = analyse(*request, emit)
+        sources, folder, max_inflated = request
+        reply, _ = analyse(sources, folder, emit, max_inflated)
         emit(reply)
     return 0
 

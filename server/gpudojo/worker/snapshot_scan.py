@@ -91,9 +91,14 @@ class Scan:
     edge_val: np.ndarray
     _by_parent: tuple | None = None
 
-    def text(self, index: int) -> str:
+    def text(self, index: int, limit: int | None = None) -> str:
+        """String ``index``; with ``limit``, its first ``limit`` characters only, decoded from at
+        most 4 * limit bytes (a character's most), so that a huge string is never copied whole."""
         off, n = int(self.str_off[index]), int(self.str_len[index])
-        return bytes(self.data[off : off + n]).decode("utf-8", "replace")
+        if limit is not None:
+            n = min(n, 4 * limit)
+        text = bytes(self.data[off : off + n]).decode("utf-8", "replace")
+        return text if limit is None else text[:limit]
 
     def children(self, list_index: int) -> tuple[np.ndarray, np.ndarray]:
         """Kinds and values of a list's children (those that are not frames), in order."""
