@@ -36,12 +36,19 @@ export const QUESTIONS: QuizQuestionPublic[] = [
     id: 'q1',
     kind: 'single',
     prompt: 'Which index is global?',
-    choices: [{ text: 'threadIdx.x' }, { text: 'blockIdx.x * blockDim.x + threadIdx.x' }]
+    choices: [
+      { id: 'local', text: 'threadIdx.x' },
+      { id: 'global', text: 'blockIdx.x * blockDim.x + threadIdx.x' }
+    ]
   },
   {
     id: 'q2',
     kind: 'multiple',
     prompt: 'Which are memory spaces?',
-    choices: [{ text: 'shared' }, { text: 'global' }, { text: 'warp' }]
+    choices: [
+      { id: 'sh', text: 'shared' },
+      { id: 'gl', text: 'global' },
+      { id: 'wa', text: 'warp' }
+    ]
   }
 ];

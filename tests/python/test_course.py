@@ -11,6 +11,7 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 from course_api import course_get, course_post, serve_course
+from gpudojo.course.models import choice_id
 from gpudojo.course.progress import ProgressStore
 
 LESSON = """\
@@ -140,19 +141,29 @@ async def test_lesson_has_cells_contents_and_a_quiz_without_answers(jp_fetch):
     assert (code[1]["expected_kind"], code[1]["gpus"]) == ("captured", 1)
     assert [t["title"] for t in doc["toc"]] == ["First steps", "Counting", "On a GPU"]
     assert [q["id"] for q in doc["quiz"]] == ["sum", "evens"]
+    assert {c["text"]: c["id"] for c in doc["quiz"][1]["choices"]} == {t: choice_id("evens", t) for t in "234"}
     assert "correct" not in json.dumps(doc["quiz"]) and "why" not in json.dumps(doc["quiz"])
     # Related items that exist are linked; ones not written yet are not.
     assert doc["related"] == [{"kind": "lab", "id": "lab-one", "title": "Lab one"}]
     assert doc["next"]["id"] == "second"
 
 
-async def test_quiz_is_graded_with_every_choice_explained_and_remembered(jp_fetch):
-    result = await course_post(jp_fetch, "lessons", "first", "quiz", body={"answers": {"sum": [0], "evens": [0, 2]}})
+def ids(question: str, *texts: str) -> list[str]:
+    return [choice_id(question, t) for t in texts]
+
+
+async def test_quiz_is_graded_by_choice_id_with_every_choice_explained_and_remembered(jp_fetch):
+    right = {"sum": ids("sum", "2"), "evens": ids("evens", "4", "2")}
+    result = await course_post(jp_fetch, "lessons", "first", "quiz", body={"answers": right})
     assert (result["score"], result["total"]) == (2, 2)
-    assert result["results"][1]["explanations"] == ["2 = 2 x 1.", "Odd.", "4 = 2 x 2."]
-    result = await course_post(jp_fetch, "lessons", "first", "quiz", body={"answers": {"sum": [1], "evens": [0]}})
+    assert result["results"][1]["explanations"] == dict(
+        zip(ids("evens", "2", "3", "4"), ["2 = 2 x 1.", "Odd.", "4 = 2 x 2."], strict=True)
+    )
+    wrong = {"sum": ids("sum", "3"), "evens": ids("evens", "2")}
+    result = await course_post(jp_fetch, "lessons", "first", "quiz", body={"answers": wrong})
     assert result["score"] == 0
-    assert result["results"][0]["correct_choices"] == [0]
+    assert result["results"][0]["correct_choices"] == ids("sum", "2")
+    assert result["results"][0]["chosen"] == ids("sum", "3")
     doc = await course_get(jp_fetch, "lessons", "first")
     assert doc["last_quiz"]["score"] == 0
     assert doc["progress"]["status"] == "in_progress" and doc["progress"]["quiz_score"] == 0
@@ -161,9 +172,10 @@ async def test_quiz_is_graded_with_every_choice_explained_and_remembered(jp_fetc
 @pytest.mark.parametrize(
     ("body", "code"),
     [
-        ({"answers": {"nope": [0]}}, "invalid_answers"),
-        ({"answers": {"sum": [7]}}, "invalid_answers"),
-        ({"answers": {"sum": [0, 1]}}, "invalid_answers"),
+        ({"answers": {"nope": ids("sum", "2")}}, "invalid_answers"),
+        ({"answers": {"sum": ["not-a-choice"]}}, "invalid_answers"),
+        ({"answers": {"sum": ids("sum", "2", "3")}}, "invalid_answers"),
+        ({"answers": {"sum": [0]}}, "invalid_request"),  # a position is not an answer
         ({"answers": "all of them"}, "invalid_request"),
         ({"answer": {}}, "invalid_request"),
     ],
@@ -274,6 +286,51 @@ def test_catalog_problem_for_a_quiz_with_no_right_answer(tmp_path):
     data = load_catalog(tmp_path, tmp_path / "labs")
     assert [p.field for p in data.problems] == ["questions.0.choices", "questions.1.choices"]
     assert [lesson.meta.id for lesson in data.lessons] == ["a"]
+
+
+def test_choices_keep_their_ids_when_reordered_and_two_alike_are_a_problem(tmp_path):
+    from gpudojo.course.catalog import load_catalog
+
+    (tmp_path / "lessons").mkdir()
+    (tmp_path / "lessons" / "01-a.md").write_text(LESSON.format(id="a", title="A", order=1))
+    quiz = tmp_path / "lessons" / "01-a.quiz.toml"
+    two = 'text = "2"\ncorrect = true\nwhy = "Arithmetic."\n'
+    three = 'text = "3"\ncorrect = false\nwhy = "Off by one."\n'
+    assert two + "[[questions.choices]]\n" + three in QUIZ
+    quiz.write_text(QUIZ.replace(two + "[[questions.choices]]\n" + three, three + "[[questions.choices]]\n" + two))
+    (lesson,) = load_catalog(tmp_path, tmp_path / "labs").lessons
+    served = [(c.id, c.correct) for c in lesson.quiz.questions[0].choices]  # type: ignore[union-attr]
+    assert served == [(choice_id("sum", "3"), False), (choice_id("sum", "2"), True)]
+    # An author may name a choice, so that fixing a typo in its text keeps its id.
+    quiz.write_text(QUIZ.replace('why = "Odd."', 'why = "Odd."\nid = "three"'))
+    (lesson,) = load_catalog(tmp_path, tmp_path / "labs").lessons
+    assert lesson.quiz.questions[1].choices[1].id == "three"  # type: ignore[union-attr]
+    quiz.write_text(QUIZ.replace('text = "4"', 'text = "2"'))
+    data = load_catalog(tmp_path, tmp_path / "labs")
+    assert [(Path(p.file).name, p.field) for p in data.problems] == [("01-a.quiz.toml", "questions.1")]
+    assert "share an id" in data.problems[0].message
+
+
+def test_a_quiz_graded_before_choices_had_ids_keeps_its_score(tmp_path):
+    store = ProgressStore(tmp_path / "p.sqlite3")
+    old = {"score": 1, "total": 1, "results": [{"id": "sum", "correct": True, "chosen": [0], "correct_choices": [0],
+                                                 "explanations": ["Arithmetic.", "Off by one."]}]}  # fmt: skip
+    store._db.execute(
+        "INSERT INTO quiz_attempts (user, lesson_id, at, score, total, result) VALUES ('ada', 'first', 1, 1, 1, ?)",
+        (json.dumps(old),),
+    )
+    assert store.last_quiz("ada", "first") is None  # positions in files since reordered: not shown
+    assert store.entry("ada", "lesson", "first").quiz_score == 1
+    assert store.attempt_count("ada", "first") == 1
+
+
+def test_the_secret_that_orders_choices_is_made_once_per_installation(tmp_path):
+    store = ProgressStore(tmp_path / "p.sqlite3")
+    secret = store.secret("quiz-order")
+    assert len(secret) == 32 and store.secret("quiz-order") == secret
+    store.close()
+    assert ProgressStore(tmp_path / "p.sqlite3").secret("quiz-order") == secret
+    assert ProgressStore(tmp_path / "q.sqlite3").secret("quiz-order") != secret
 
 
 def test_an_edited_lesson_is_served_fresh(tmp_path):

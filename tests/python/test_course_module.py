@@ -14,7 +14,7 @@ from tornado.httpclient import HTTPClientError
 from course_api import course_get, course_post, serve_course
 from gpudojo.course.catalog import load_catalog
 from gpudojo.course.links import NOTEBOOK_NOTE, links_as_plain_text
-from gpudojo.course.models import AcceptanceSpec, ModuleTest
+from gpudojo.course.models import AcceptanceSpec, ModuleTest, choice_id
 from gpudojo.course.moduletest import MODULE_TEST_KEY, load_cached, pass_score
 from gpudojo.course.progress import ProgressStore
 from test_course import LESSON, QUIZ
@@ -92,8 +92,12 @@ def jp_server_config(jp_server_config, course_dirs):
     return serve_course(jp_server_config, *course_dirs)
 
 
-ALL_RIGHT = {"sum": [0], "evens": [0, 2], "odd": [0]}
-ONE_RIGHT = {"sum": [0], "evens": [0], "odd": [1]}
+def ids(question: str, *texts: str) -> list[str]:
+    return [choice_id(question, t) for t in texts]
+
+
+ALL_RIGHT = {"sum": ids("sum", "2"), "evens": ids("evens", "2", "4"), "odd": ids("odd", "3")}
+ONE_RIGHT = {"sum": ids("sum", "2"), "evens": ids("evens", "2"), "odd": ids("odd", "4")}
 
 
 async def test_module_test_has_no_answers_until_graded(jp_fetch):
@@ -116,13 +120,15 @@ async def test_module_test_has_no_answers_until_graded(jp_fetch):
 async def test_retakes_keep_the_best_and_the_last_score(jp_fetch):
     graded = await course_post(jp_fetch, "module-test", body={"answers": ALL_RIGHT})
     assert (graded["result"]["score"], graded["result"]["total"]) == (3, 3)
-    assert graded["result"]["results"][1]["explanations"] == ["2 = 2 x 1.", "Odd.", "4 = 2 x 2."]
+    assert graded["result"]["results"][1]["explanations"] == dict(
+        zip(ids("evens", "2", "3", "4"), ["2 = 2 x 1.", "Odd.", "4 = 2 x 2."], strict=True)
+    )
     assert graded["scores"]["passed"] is True and graded["scores"]["attempts"] == 1
 
     retake = await course_post(jp_fetch, "module-test", body={"answers": ONE_RIGHT})
     assert retake["result"]["score"] == 1
     assert [r["correct"] for r in retake["result"]["results"]] == [True, False, False]
-    assert retake["result"]["results"][2]["correct_choices"] == [0]
+    assert retake["result"]["results"][2]["correct_choices"] == ids("odd", "3")
     scores = retake["scores"]
     assert scores["attempts"] == 2
     assert (scores["last"]["score"], scores["best"]["score"]) == (1, 3)
@@ -140,9 +146,10 @@ async def test_retakes_keep_the_best_and_the_last_score(jp_fetch):
 @pytest.mark.parametrize(
     ("body", "code"),
     [
-        ({"answers": {"nope": [0]}}, "invalid_answers"),
-        ({"answers": {"odd": [5]}}, "invalid_answers"),
-        ({"answers": {"odd": [0, 1]}}, "invalid_answers"),
+        ({"answers": {"nope": ids("odd", "3")}}, "invalid_answers"),
+        ({"answers": {"odd": ids("sum", "2")}}, "invalid_answers"),  # another question's choice
+        ({"answers": {"odd": ids("odd", "3", "4")}}, "invalid_answers"),
+        ({"answers": {"odd": [0]}}, "invalid_request"),  # a position is not an answer
         ({"answers": {"odd": -1}}, "invalid_request"),
         ({"answer": {}}, "invalid_request"),
     ],

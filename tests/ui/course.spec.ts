@@ -1,4 +1,5 @@
 import { Locator, Page, expect, test } from '@playwright/test';
+import { createHash } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { TOKEN, keepScreenshot, openLab, openSidebar } from './helpers';
@@ -25,22 +26,36 @@ test('a learner opens lesson 1, runs it as a notebook, takes the quiz and comple
   await expect(lesson.locator('.gpudojo-lesson-code').first()).toBeVisible();
   await keepScreenshot(page, 'lesson-gpu-intro.png');
 
-  // The quiz: answer every question, submit, see the score and the explanations.
+  // The quiz: answer every question (the first one wrongly), submit, see the score and the
+  // explanations. Choices are found by their ids: the server shuffles them for every attempt.
   const quiz = lesson.locator('.gpudojo-quiz');
   await quiz.scrollIntoViewIfNeeded();
   const retry = quiz.locator('.gpudojo-quiz-retry');
   if (await retry.isVisible()) {
     await retry.click(); // an earlier attempt (a retried test) is shown first
+    await expect(quiz.locator('.gpudojo-quiz-submit')).toBeVisible();
   }
+  const key = answerKey('lessons/01-gpu-intro.quiz.toml');
   const questions = quiz.locator('.gpudojo-quiz-question');
   await expect(questions).toHaveCount(5);
-  for (let i = 0; i < 5; i++) {
-    await questions.nth(i).locator('input').first().check();
-  }
+  const [firstQuestion] = [...key.keys()];
+  await answer(quiz, key, { wrong: firstQuestion });
   await quiz.locator('.gpudojo-quiz-submit').click();
-  await expect(quiz.locator('.gpudojo-quiz-score')).toContainText(/Score: \d \/ 5/);
-  await expect(questions.first()).toHaveAttribute('data-correct', /true|false/);
+  await expect(quiz.locator('.gpudojo-quiz-score')).toContainText('Score: 4 / 5');
+  await expect(questions.first()).toHaveAttribute('data-correct', 'false');
   await keepScreenshot(page, 'lesson-quiz.png');
+  // Try again keeps the four right answers and clears the wrong one.
+  await retry.click();
+  await expect(quiz.locator('.gpudojo-quiz-submit')).toBeDisabled();
+  await expect(quiz.locator(`[data-qid="${firstQuestion}"] input:checked`)).toHaveCount(0);
+  for (const [qid, right] of key) {
+    if (qid !== firstQuestion) {
+      await expect(quiz.locator(`[data-qid="${qid}"] input:checked`)).toHaveCount(right.length);
+    }
+  }
+  await answer(quiz, key, { only: firstQuestion });
+  await quiz.locator('.gpudojo-quiz-submit').click();
+  await expect(quiz.locator('.gpudojo-quiz-score')).toContainText('Score: 5 / 5');
 
   // Mark complete: the sidebar mark follows.
   const complete = lesson.locator('.gpudojo-mark-complete');
@@ -86,6 +101,62 @@ test('a learner opens lesson 1, runs it as a notebook, takes the quiz and comple
 });
 
 /** The lessons under content/lessons/ as files: name, id and text. */
+/**
+ * The right choices' ids per question id of a quiz file under content/, in file order. A choice's
+ * id is its own `id`, or, as the server derives it, the first 10 hex digits of the SHA-256 of
+ * its question's id, a newline and its text. (A reader for the quiz files' own layout, not TOML.)
+ */
+function answerKey(file: string): Map<string, string[]> {
+  const text = fs.readFileSync(path.resolve(__dirname, '..', '..', 'content', file), 'utf-8');
+  const str = (block: string, key: string) => {
+    const m = new RegExp(`^${key} = ("(?:[^"\\\\]|\\\\.)*")`, 'm').exec(block);
+    return m ? (JSON.parse(m[1]) as string) : null;
+  };
+  const key = new Map<string, string[]>();
+  for (const question of text.split(/^\[\[questions\]\]$/m).slice(1)) {
+    const [head, ...choices] = question.split(/^\[\[questions\.choices\]\]$/m);
+    const qid = str(head, 'id')!;
+    const id = (c: string) =>
+      str(c, 'id') ?? createHash('sha256').update(`${qid}\n${str(c, 'text')}`).digest('hex').slice(0, 10);
+    key.set(
+      qid,
+      choices.filter(c => /^correct = true$/m.test(c)).map(id)
+    );
+  }
+  return key;
+}
+
+/** Tick the right choices of every question (a wrong one for `wrong`; only `only` if given). */
+async function answer(
+  quiz: Locator,
+  key: Map<string, string[]>,
+  { wrong, only }: { wrong?: string; only?: string } = {}
+): Promise<void> {
+  for (const [qid, right] of key) {
+    if (only && qid !== only) {
+      continue;
+    }
+    const question = quiz.locator(`[data-qid="${qid}"]`);
+    if (qid === wrong) {
+      const ids = await question.locator('.gpudojo-quiz-choice').evaluateAll(rows =>
+        rows.map(r => (r as HTMLElement).dataset.choiceId ?? '')
+      );
+      await question.locator(`[data-choice-id="${ids.find(id => !right.includes(id))}"] input`).check();
+      continue;
+    }
+    for (const id of right) {
+      await question.locator(`[data-choice-id="${id}"] input`).check();
+    }
+  }
+}
+
+/** The choice ids of every question, in the order shown. */
+async function choiceOrder(quiz: Locator): Promise<string[][]> {
+  return quiz.locator('.gpudojo-quiz-choices').evaluateAll(sets =>
+    sets.map(set => [...set.querySelectorAll<HTMLElement>('.gpudojo-quiz-choice')].map(r => r.dataset.choiceId ?? ''))
+  );
+}
+
 function lessonFiles(): Array<{ file: string; id: string; text: string }> {
   const dir = path.resolve(__dirname, '..', '..', 'content', 'lessons');
   return fs
@@ -184,27 +255,31 @@ test('a learner takes the module test, sees the score, and can retake it', async
   const retry = view.locator('.gpudojo-quiz-retry');
   if (await retry.isVisible()) {
     await retry.click(); // an earlier attempt (a retried test) is shown first
+    await expect(view.locator('.gpudojo-quiz-submit')).toBeVisible();
   }
   const questions = view.locator('.gpudojo-quiz-question');
   await expect(questions).toHaveCount(25);
   await expect(view.locator('.gpudojo-quiz-submit')).toBeDisabled();
-  for (let i = 0; i < 25; i++) {
-    await questions.nth(i).locator('input').first().check();
-  }
+  // Right answers found by their ids (the order is the server's, new for every attempt),
+  // all but the last question's.
+  const key = answerKey('module-test.toml');
+  const lastQuestion = [...key.keys()].pop()!;
+  await answer(view, key, { wrong: lastQuestion });
+  const served = await choiceOrder(view);
   await view.locator('.gpudojo-quiz-submit').click();
   const score = view.locator('.gpudojo-quiz-score');
-  await expect(score).toContainText(/Score: \d+ \/ 25/);
-  const got = Number(/Score: (\d+)/.exec((await score.textContent()) ?? '')?.[1]);
-  await expect(view.locator('.gpudojo-module-test-scores')).toContainText(`Last ${got} / 25`);
+  await expect(score).toContainText('Score: 24 / 25');
+  await expect(view.locator('.gpudojo-module-test-scores')).toContainText('Last 24 / 25');
   await expect(view.locator('.gpudojo-module-test-scores')).toContainText('Best');
   // Every choice is explained once graded.
   await expect(questions.first().locator('.gpudojo-quiz-why:not([hidden])').first()).toBeVisible();
-  await expect(row).toContainText(`last ${got}/25`);
+  await expect(row).toContainText('last 24/25');
   await keepScreenshot(page, 'module-test.png');
-  // A retake starts from empty answers.
+  // A retake is a new attempt: answers cleared, every question's choices in a new order.
   await view.locator('.gpudojo-quiz-retry').click();
   await expect(view.locator('.gpudojo-quiz-submit')).toBeDisabled();
-  await expect(questions.first().locator('input:checked')).toHaveCount(0);
+  await expect(view.locator('input:checked')).toHaveCount(0);
+  expect(await choiceOrder(view)).not.toEqual(served);
 
   // The acceptance list opens from the Course section and ticks only from progress.
   await panel.locator('.gpudojo-course-item[data-kind="acceptance"]').click();

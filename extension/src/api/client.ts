@@ -129,8 +129,8 @@ export class GpudojoClient {
     );
   }
 
-  /** POST course/lessons/{id}/quiz: grade the chosen choice indexes (0-based) per question id. */
-  submitQuiz(id: string, answers: Record<string, number[]>): Promise<QuizResult> {
+  /** POST course/lessons/{id}/quiz: grade the chosen choice ids per question id. */
+  submitQuiz(id: string, answers: Record<string, string[]>): Promise<QuizResult> {
     return this._post<QuizResult>(`course/lessons/${encodeURIComponent(id)}/quiz`, { answers });
   }
 
@@ -151,8 +151,8 @@ export class GpudojoClient {
     return requestAPI<ModuleTestDoc>('course/module-test', { method: 'GET' }, this.serverSettings);
   }
 
-  /** POST course/module-test: grade an attempt (choice indexes per question id); every attempt is kept. */
-  submitModuleTest(answers: Record<string, number[]>): Promise<ModuleTestGraded> {
+  /** POST course/module-test: grade an attempt (choice ids per question id); every attempt is kept. */
+  submitModuleTest(answers: Record<string, string[]>): Promise<ModuleTestGraded> {
     return this._post<ModuleTestGraded>('course/module-test', { answers });
   }
 

@@ -4663,7 +4663,7 @@ export interface components {
             applicable: number;
             /**
              * Completed
-             * @description Every applicable requirement passed
+             * @description pytest exited 0 and every applicable requirement passed (no error stopped the check)
              * @default false
              */
             completed: boolean;
@@ -4672,6 +4672,18 @@ export interface components {
              * @default null
              */
             error: string | null;
+            /**
+             * Sandbox
+             * @description Where the learner's programs ran: bubblewrap (a sandbox: no view of the checks, the server or the network, writes only in scratch), none (not sandboxed: sandbox_reason says why); null for attempts recorded before sandboxes
+             * @default null
+             */
+            sandbox: ("bubblewrap" | "none") | null;
+            /**
+             * Sandbox Reason
+             * @description Why the learner's programs were not sandboxed; empty when they were
+             * @default
+             */
+            sandbox_reason: string;
             /** Results */
             results: components["schemas"]["RequirementResult"][];
         };
@@ -6846,28 +6858,41 @@ export interface components {
             id: string;
             /** Correct */
             correct: boolean;
-            /** Chosen */
-            chosen: number[];
-            /** Correct Choices */
-            correct_choices: number[];
+            /**
+             * Chosen
+             * @description Ids of the chosen choices
+             */
+            chosen: string[];
+            /**
+             * Correct Choices
+             * @description Ids of the correct choices
+             */
+            correct_choices: string[];
             /**
              * Explanations
-             * @description The why of every choice, in choice order
+             * @description The why of every choice, by choice id
              */
-            explanations: string[];
+            explanations: {
+                [key: string]: string;
+            };
         };
         /**
          * QuizAnswers
-         * @description POST course/lessons/{id}/quiz: chosen choice indexes per question id.
+         * @description POST course/lessons/{id}/quiz and course/module-test: chosen choice ids per question id.
          */
         QuizAnswers: {
             /** Answers */
             answers: {
-                [key: string]: number[];
+                [key: string]: string[];
             };
         };
         /** QuizChoicePublic */
         QuizChoicePublic: {
+            /**
+             * Id
+             * @description The choice's stable id: answers name it, never its position
+             */
+            id: string;
             /** Text */
             text: string;
         };

@@ -31,7 +31,7 @@ import { HeadingInfo, codeFence, locateTocHeadings, mermaidFences } from './toc'
 /** The calls a lesson makes (GpudojoClient satisfies it). */
 export interface LessonSource {
   getLesson(id: string): Promise<LessonDoc>;
-  submitQuiz(id: string, answers: Record<string, number[]>): Promise<QuizResult>;
+  submitQuiz(id: string, answers: Record<string, string[]>): Promise<QuizResult>;
   setProgress(kind: CourseKind, id: string, status: ProgressStatus): Promise<ProgressEntry>;
   createLessonNotebook(id: string, overwrite?: boolean): Promise<NotebookCopy>;
 }
@@ -171,6 +171,8 @@ export class LessonView extends Panel {
           lastResult: doc.last_quiz ?? null,
           createMarkdown: source => this._markdown(source),
           submit: answers => this._options.source.submitQuiz(doc.meta.id, answers),
+          // Each attempt is served in its own order: the lesson, fetched again, carries the next.
+          nextAttempt: async () => (await this._options.source.getLesson(doc.meta.id)).quiz,
           graded: () => void this._options.model.noteProgress('lesson', doc.meta.id)
         })
       );

@@ -1,7 +1,8 @@
 /**
  * ModuleTestView: the module test in the main area: its scores (last, best,
  * pass mark) and the questions in the lessons' quiz widget. Grading and the
- * record of attempts are the server's; a retake starts from empty answers.
+ * record of attempts are the server's; a retake is a new attempt, in a new
+ * order, from empty answers.
  */
 
 import { Panel, Widget } from '@lumino/widgets';
@@ -13,7 +14,7 @@ import { QuizView } from './quiz';
 /** The calls the view makes (GpudojoClient satisfies it). */
 export interface ModuleTestSource {
   getModuleTest(): Promise<ModuleTestDoc>;
-  submitModuleTest(answers: Record<string, number[]>): Promise<ModuleTestGraded>;
+  submitModuleTest(answers: Record<string, string[]>): Promise<ModuleTestGraded>;
 }
 
 export interface ModuleTestViewOptions {
@@ -81,12 +82,16 @@ export class ModuleTestView extends Panel {
         questions: doc.questions,
         lastResult: doc.last_result ?? null,
         createMarkdown: this._options.createMarkdown,
-        submit: answers => this._submit(answers)
+        submit: answers => this._submit(answers),
+        // A retake is a new attempt, reshuffled by the server and answered from scratch: keeping
+        // the right answers would let trial and error pass the test.
+        nextAttempt: async () => (await this._options.source.getModuleTest()).questions,
+        keepRightOnRetry: false
       })
     );
   }
 
-  private async _submit(answers: Record<string, number[]>): Promise<QuizResult> {
+  private async _submit(answers: Record<string, string[]>): Promise<QuizResult> {
     const graded = await this._options.source.submitModuleTest(answers);
     this._showScores(graded.scores);
     this._options.graded?.(graded.scores);

@@ -1,4 +1,7 @@
-/** QuizView: a lesson's quiz, drawn from a QuizState; grading is the server's. */
+/**
+ * QuizView: a quiz (a lesson's, or the module test), drawn from a QuizState; grading is
+ * the server's. Choices are shown in the order the server served them and sent back by id.
+ */
 
 import { Panel, Widget } from '@lumino/widgets';
 import type { QuizQuestionPublic, QuizResult } from '../api/types';
@@ -10,8 +13,19 @@ export interface QuizViewOptions {
   /** The lesson's id, used to give inputs unique names. */
   lessonId: string;
   questions: QuizQuestionPublic[];
-  /** Grade the answers (choice indexes per question id) on the server. */
-  submit: (answers: Record<string, number[]>) => Promise<QuizResult>;
+  /** Grade the answers (choice ids per question id) on the server. */
+  submit: (answers: Record<string, string[]>) => Promise<QuizResult>;
+  /**
+   * The questions of the next attempt, in the order the server serves them. "Try again"
+   * asks for them, so that every attempt is reshuffled; without it (or when it fails) the
+   * current order stays.
+   */
+  nextAttempt?: () => Promise<QuizQuestionPublic[]>;
+  /**
+   * Whether "Try again" keeps the answers of questions graded right (default true). A quiz
+   * that practises keeps them; a test that is retaken as a whole does not.
+   */
+  keepRightOnRetry?: boolean;
   /** A widget showing markdown (a question's prompt); plain text when absent. */
   createMarkdown?: (source: string) => Widget;
   /** A result graded earlier, shown at once. */
@@ -23,6 +37,7 @@ export interface QuizViewOptions {
 }
 
 interface ChoiceNodes {
+  id: string;
   input: HTMLInputElement;
   row: HTMLElement;
   why: HTMLElement;
@@ -56,27 +71,9 @@ export class QuizView extends Panel {
     const heading = options.heading ?? 'Quiz';
     this.node.setAttribute('aria-label', heading);
     this.addWidget(new Widget({ node: h('h2', { className: 'gpudojo-quiz-heading', text: heading }) }));
-    options.questions.forEach((question, index) => {
-      const box = new Panel();
-      box.addClass('gpudojo-quiz-question');
-      box.node.dataset.qid = question.id;
-      const number = new Widget({
-        node: h('div', { className: 'gpudojo-quiz-number', text: `Question ${index + 1}` })
-      });
-      box.addWidget(number);
-      const prompt = options.createMarkdown
-        ? options.createMarkdown(question.prompt)
-        : new Widget({ node: h('p', {}, inlineText(question.prompt)) });
-      prompt.addClass('gpudojo-quiz-prompt');
-      box.addWidget(prompt);
-      const fieldset = h('fieldset', { className: 'gpudojo-quiz-choices' });
-      const choices = this._buildChoices(question, fieldset);
-      const verdict = h('div', { attrs: { role: 'status' } });
-      fieldset.appendChild(verdict);
-      box.addWidget(new Widget({ node: fieldset }));
-      this.addWidget(box);
-      this._questionNodes.set(question.id, { box: box.node, choices, verdict });
-    });
+    this._questionsPanel.addClass('gpudojo-quiz-questions');
+    this.addWidget(this._questionsPanel);
+    this._buildQuestions();
     this._footer = h('div', { className: 'gpudojo-quiz-footer' });
     this.addWidget(new Widget({ node: this._footer }));
     if (options.lastResult) {
@@ -87,6 +84,34 @@ export class QuizView extends Panel {
 
   /** What is chosen and graded. */
   readonly state: QuizState;
+
+  /** The question boxes, built once per attempt so focus and keyboard navigation survive updates. */
+  private _buildQuestions(): void {
+    for (const widget of [...this._questionsPanel.widgets]) {
+      widget.dispose();
+    }
+    this._questionNodes.clear();
+    this.state.questions.forEach((question, index) => {
+      const box = new Panel();
+      box.addClass('gpudojo-quiz-question');
+      box.node.dataset.qid = question.id;
+      box.addWidget(
+        new Widget({ node: h('div', { className: 'gpudojo-quiz-number', text: `Question ${index + 1}` }) })
+      );
+      const prompt = this._options.createMarkdown
+        ? this._options.createMarkdown(question.prompt)
+        : new Widget({ node: h('p', {}, inlineText(question.prompt)) });
+      prompt.addClass('gpudojo-quiz-prompt');
+      box.addWidget(prompt);
+      const fieldset = h('fieldset', { className: 'gpudojo-quiz-choices' });
+      const choices = this._buildChoices(question, fieldset);
+      const verdict = h('div', { attrs: { role: 'status' } });
+      fieldset.appendChild(verdict);
+      box.addWidget(new Widget({ node: fieldset }));
+      this._questionsPanel.addWidget(box);
+      this._questionNodes.set(question.id, { box: box.node, choices, verdict });
+    });
+  }
 
   private _render(): void {
     const { state } = this;
@@ -102,18 +127,18 @@ export class QuizView extends Panel {
       } else {
         delete nodes.box.dataset.correct;
       }
-      nodes.choices.forEach((choice, index) => {
-        const outcome = state.outcome(question.id, index);
-        choice.input.checked = state.isSelected(question.id, index);
+      for (const choice of nodes.choices) {
+        const outcome = state.outcome(question.id, choice.id);
+        choice.input.checked = state.isSelected(question.id, choice.id);
         choice.input.disabled = graded;
         choice.row.className = `gpudojo-quiz-choice gpudojo-mod-${outcome}`;
-        const why = graded ? state.explanation(question.id, index) : null;
+        const why = graded ? state.explanation(question.id, choice.id) : null;
         choice.why.textContent = '';
         choice.why.hidden = !why;
         if (why) {
           choice.why.append(OUTCOME_PREFIX[outcome], inlineText(why));
         }
-      });
+      }
       nodes.verdict.hidden = !r;
       nodes.verdict.textContent = r ? (r.correct ? 'Correct' : 'Not quite') : '';
       nodes.verdict.className = `gpudojo-quiz-verdict gpudojo-mod-${r?.correct ? 'correct' : 'incorrect'}`;
@@ -121,7 +146,6 @@ export class QuizView extends Panel {
     this._renderFooter();
   }
 
-  /** The inputs of a question, built once so focus and keyboard navigation survive updates. */
   private _buildChoices(question: QuizQuestionPublic, fieldset: HTMLElement): ChoiceNodes[] {
     fieldset.appendChild(
       h('legend', {
@@ -136,23 +160,23 @@ export class QuizView extends Panel {
           type: question.kind === 'multiple' ? 'checkbox' : 'radio',
           name: `gpudojo-quiz-${this._options.lessonId}-${question.id}`,
           id: inputId,
-          value: String(index)
+          value: choice.id
         }
       });
       input.addEventListener('change', () => {
-        this.state.choose(question.id, index, input.checked);
+        this.state.choose(question.id, choice.id, input.checked);
         this._render();
       });
       const why = h('div', { className: 'gpudojo-quiz-why' });
       const row = h(
         'div',
-        { className: 'gpudojo-quiz-choice', attrs: { 'data-index': String(index) } },
+        { className: 'gpudojo-quiz-choice', attrs: { 'data-choice-id': choice.id } },
         input,
         h('label', { attrs: { for: inputId } }, inlineText(choice.text)),
         why
       );
       fieldset.appendChild(row);
-      return { input, row, why };
+      return { id: choice.id, input, row, why };
     });
   }
 
@@ -168,23 +192,24 @@ export class QuizView extends Panel {
           attrs: { role: 'status' }
         })
       );
+      const keeps = this._options.keepRightOnRetry !== false && state.result.score > 0;
       const again = h('button', {
         className: 'jp-Button jp-mod-styled jp-mod-reject gpudojo-quiz-retry',
-        text: 'Try again'
+        text: this._busy ? 'Loading…' : 'Try again',
+        title: keeps
+          ? 'Answer again the questions you got wrong; your right answers stay'
+          : 'Start again with every question unanswered'
       });
-      again.addEventListener('click', () => {
-        state.reset();
-        this._error = null;
-        this._render();
-      });
+      again.disabled = this._busy;
+      again.addEventListener('click', () => void this.retry());
       footer.appendChild(again);
     } else {
       const submit = h('button', {
         className: 'jp-Button jp-mod-styled jp-mod-accept gpudojo-quiz-submit',
-        text: this._submitting ? 'Checking…' : 'Submit',
+        text: this._busy ? 'Checking…' : 'Submit',
         title: state.canSubmit ? 'Check your answers' : 'Answer every question first'
       });
-      submit.disabled = !state.canSubmit || this._submitting;
+      submit.disabled = !state.canSubmit || this._busy;
       submit.addEventListener('click', () => void this._submit());
       footer.appendChild(submit);
     }
@@ -195,11 +220,40 @@ export class QuizView extends Panel {
     }
   }
 
-  private async _submit(): Promise<void> {
-    if (!this.state.canSubmit || this._submitting) {
+  /** Another attempt: the next order from the server, right answers kept (see keepRightOnRetry). */
+  async retry(): Promise<void> {
+    if (!this.state.result || this._busy) {
       return;
     }
-    this._submitting = true;
+    this._busy = true;
+    this._error = null;
+    this._renderFooter();
+    let questions: QuizQuestionPublic[] | undefined;
+    try {
+      questions = await this._options.nextAttempt?.();
+    } catch {
+      // The server grades choice ids, not positions: the attempt can go on in the current order.
+      questions = undefined;
+    }
+    this._busy = false;
+    if (this.isDisposed) {
+      return;
+    }
+    this.state.retry({ questions, keepRight: this._options.keepRightOnRetry !== false });
+    if (questions) {
+      this._buildQuestions();
+    }
+    this._render();
+    // The button that had focus is gone: continue at the first question still to answer.
+    const open = this.state.questions.find(q => this.state.selected(q.id).length === 0);
+    this._questionNodes.get(open?.id ?? '')?.choices[0]?.input.focus();
+  }
+
+  private async _submit(): Promise<void> {
+    if (!this.state.canSubmit || this._busy) {
+      return;
+    }
+    this._busy = true;
     this._error = null;
     this._renderFooter();
     try {
@@ -209,7 +263,7 @@ export class QuizView extends Panel {
     } catch (error) {
       this._error = `Your answers could not be checked: ${(error as Error).message ?? error}. Try again.`;
     } finally {
-      this._submitting = false;
+      this._busy = false;
       if (!this.isDisposed) {
         this._render();
       }
@@ -217,8 +271,9 @@ export class QuizView extends Panel {
   }
 
   private _options: QuizViewOptions;
+  private _questionsPanel = new Panel();
   private _footer: HTMLElement;
-  private _submitting = false;
+  private _busy = false;
   private _error: string | null = null;
   private _questionNodes = new Map<
     string,

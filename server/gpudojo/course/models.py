@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import hashlib
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -79,6 +80,7 @@ class Catalog(_Model):
 
 
 class QuizChoicePublic(_Model):
+    id: str = Field(description="The choice's stable id: answers name it, never its position")
     text: str
 
 
@@ -89,7 +91,21 @@ class QuizQuestionPublic(_Model):
     choices: list[QuizChoicePublic]
 
 
+CHOICE_ID = r"^[a-z0-9][a-z0-9-]{0,31}$"
+
+
+def choice_id(question_id: str, text: str) -> str:
+    """The id of a choice that names none: from its question and its text, so that reordering
+    the choices in a file keeps every id (and the answers stored with them) as it was."""
+    return hashlib.sha256(f"{question_id}\n{text}".encode()).hexdigest()[:10]
+
+
 class QuizChoice(_Model):
+    id: str = Field(
+        "",
+        pattern=rf"{CHOICE_ID}|^$",
+        description="Optional; derived from the question id and the text when absent",
+    )
     text: str = Field(min_length=1)
     correct: bool
     why: str = Field(min_length=1)
@@ -100,6 +116,15 @@ class QuizQuestion(_Model):
     kind: Literal["single", "multiple"]
     prompt: str = Field(min_length=1)
     choices: list[QuizChoice] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _every_choice_has_its_own_id(self) -> QuizQuestion:
+        for c in self.choices:
+            c.id = c.id or choice_id(self.id, c.text)
+        ids = [c.id for c in self.choices]
+        if len(set(ids)) != len(ids):
+            raise ValueError("two choices share an id (the same text twice, or the same explicit id)")
+        return self
 
 
 class Quiz(_Model):
@@ -166,17 +191,17 @@ class LessonDoc(_Model):
 
 
 class QuizAnswers(_Model):
-    """POST course/lessons/{id}/quiz: chosen choice indexes per question id."""
+    """POST course/lessons/{id}/quiz and course/module-test: chosen choice ids per question id."""
 
-    answers: dict[str, list[int]]
+    answers: dict[str, list[Annotated[str, Field(max_length=64)]]]
 
 
 class QuestionResult(_Model):
     id: str
     correct: bool
-    chosen: list[int]
-    correct_choices: list[int]
-    explanations: list[str] = Field(description="The why of every choice, in choice order")
+    chosen: list[str] = Field(description="Ids of the chosen choices")
+    correct_choices: list[str] = Field(description="Ids of the correct choices")
+    explanations: dict[str, str] = Field(description="The why of every choice, by choice id")
 
 
 class QuizResult(_Model):

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import sqlite3
 import threading
 import time
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from .models import AttemptSummary, CheckAttempt, ProgressEntry, QuizResult
 
@@ -50,6 +53,10 @@ CREATE TABLE IF NOT EXISTS exercise_checks (
     result TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS checks_by_user ON exercise_checks (user, exercise_id, at);
+CREATE TABLE IF NOT EXISTS installation_secrets (
+    name TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
 """
 
 
@@ -60,6 +67,7 @@ class ProgressStore:
         self.path = path
         self.timeout_s = timeout_s
         self._lock = threading.Lock()
+        self._secrets: dict[str, bytes] = {}
         self._db = self._open()
 
     def _open(self) -> sqlite3.Connection:
@@ -154,6 +162,28 @@ class ProgressStore:
         best = max(rows, key=lambda r: (r[0] / r[1] if r[1] else 0.0, -r[2]))
         return len(rows), tuple(rows[-1]), tuple(best)  # type: ignore[return-value]
 
+    def attempt_count(self, user: str, key: str) -> int:
+        """How many graded attempts of quiz ``key`` this user has made."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT count(*) FROM quiz_attempts WHERE user = ? AND lesson_id = ?", (user, key)
+            ).fetchone()
+        return int(row[0])
+
+    def secret(self, name: str) -> bytes:
+        """A random secret of this installation (32 bytes), made on first use and kept with the
+        progress it belongs to, so every process serving this data dir agrees on it."""
+        with self._lock:
+            if name in self._secrets:
+                return self._secrets[name]
+            self._db.execute(
+                "INSERT OR IGNORE INTO installation_secrets (name, value) VALUES (?, ?)",
+                (name, secrets.token_bytes(32)),
+            )
+            row = self._db.execute("SELECT value FROM installation_secrets WHERE name = ?", (name,)).fetchone()
+            self._secrets[name] = bytes(row[0])
+            return self._secrets[name]
+
     def record_quiz(self, user: str, lesson_id: str, result: QuizResult) -> None:
         self.record_attempt(user, lesson_id, result)
         if self.entry(user, "lesson", lesson_id).status == "not_started":
@@ -165,7 +195,14 @@ class ProgressStore:
                 "SELECT result FROM quiz_attempts WHERE user = ? AND lesson_id = ? ORDER BY at DESC LIMIT 1",
                 (user, lesson_id),
             ).fetchone()
-        return QuizResult.model_validate(json.loads(row[0])) if row else None
+        if row is None:
+            return None
+        try:
+            return QuizResult.model_validate(json.loads(row[0]))
+        except ValidationError:
+            # Graded before choices had ids, by positions in files that have since been
+            # reordered: the score stands (attempt_stats), the choice-by-choice view cannot.
+            return None
 
     def record_check(self, user: str, attempt: CheckAttempt) -> None:
         """Store a finished check attempt; a completed one completes the exercise, any other

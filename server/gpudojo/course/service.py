@@ -20,12 +20,17 @@ from .models import (
     Problem,
     ProgressEntry,
     ProgressUpdate,
+    Quiz,
+    QuizQuestionPublic,
     QuizResult,
     RelatedItem,
 )
 from .notebooks import copy_lesson_as_notebook
 from .progress import ProgressStore
-from .quiz import grade, public_questions
+from .quiz import grade, order_key, public_questions
+
+# The name of the secret that orders quiz choices (ProgressStore.secret).
+QUIZ_ORDER_SECRET = "quiz-order"
 
 
 class UnknownItem(NotFound):
@@ -74,16 +79,23 @@ class CourseService:
             raise UnknownItem("This course has no module test (content/module-test.toml is missing or invalid).")
         return test
 
+    def _served(self, user: str, key: str, quiz: Quiz | None) -> list[QuizQuestionPublic]:
+        """``quiz`` in the order of this user's next attempt at quiz ``key``."""
+        if quiz is None:
+            return []
+        attempt = self.store.attempt_count(user, key)
+        return public_questions(quiz, order_key(self.store.secret(QUIZ_ORDER_SECRET), user, key, attempt))
+
     def module_test(self, user: str) -> ModuleTestDoc:
         test = self._require_module_test()
         return ModuleTestDoc(
             title=test.title,
-            questions=public_questions(test),
+            questions=self._served(user, moduletest.MODULE_TEST_KEY, test),
             scores=moduletest.scores(self.store, user, test),
             last_result=self.store.last_quiz(user, moduletest.MODULE_TEST_KEY),
         )
 
-    def answer_module_test(self, user: str, answers: dict[str, list[int]]) -> ModuleTestGraded:
+    def answer_module_test(self, user: str, answers: dict[str, list[str]]) -> ModuleTestGraded:
         test = self._require_module_test()
         result = grade(test, answers)
         self.store.record_attempt(user, moduletest.MODULE_TEST_KEY, result)
@@ -127,14 +139,14 @@ class CourseService:
             meta=lesson.meta,
             cells=cells,
             toc=table_of_contents(cells),
-            quiz=public_questions(lesson.quiz),
+            quiz=self._served(user, lesson_id, lesson.quiz),
             related=related,
             next=RelatedItem(kind="lesson", id=later[0].meta.id, title=later[0].meta.title) if later else None,
             progress=self.store.entry(user, "lesson", lesson_id),
             last_quiz=self.store.last_quiz(user, lesson_id),
         )
 
-    def answer_quiz(self, user: str, lesson_id: str, answers: dict[str, list[int]]) -> QuizResult:
+    def answer_quiz(self, user: str, lesson_id: str, answers: dict[str, list[str]]) -> QuizResult:
         lesson = self._lesson(self.catalog_source.data(), lesson_id)
         if lesson.quiz is None:
             raise UnknownItem(f"Lesson {lesson_id!r} has no quiz.")
