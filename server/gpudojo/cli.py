@@ -6,8 +6,9 @@ import argparse
 import getpass
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .gpu.models import DevicesResponse
@@ -501,27 +502,43 @@ def _add_exercise_parsers(sub: argparse._SubParsersAction) -> None:
     ck.set_defaults(func=_exercise)
 
 
-def _profile(args: argparse.Namespace) -> int:
-    from pathlib import Path
+def _answer(command: str, service: Any, call: Callable[[], Any], render: Callable[[dict], str], as_json: bool) -> int:
+    """Print a service's answer as the API's JSON or as text; a refusal is one line on stderr
+    and exit 2 (the profile and memory commands)."""
+    from pydantic import ValidationError
 
     from .errors import ServiceError
+
+    try:
+        result = call()
+        print(result.model_dump_json(indent=2) if as_json else render(result.model_dump()))
+        return 0
+    except ServiceError as err:
+        print(f"gpudojo {command}: {err}", file=sys.stderr)
+        return 2
+    except ValidationError as err:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in err.errors())
+        print(f"gpudojo {command}: {problems}", file=sys.stderr)
+        return 2
+    finally:
+        service.close()
+
+
+def _profile(args: argparse.Namespace) -> int:
     from .profile.report import render_diff_text, render_text
     from .profile.service import ProfileService, trace_id_for
 
     service = ProfileService(Settings(data_dir=args.data_dir or "").data_path, Path("/"))
-    try:
-        if args.profile_command == "summary":
-            summary = service.summary(trace_id_for(args.trace))
-            print(summary.model_dump_json(indent=2) if args.json else render_text(summary.model_dump()))
-            return 0
-        diff = service.diff(trace_id_for(args.a), trace_id_for(args.b))
-        print(diff.model_dump_json(indent=2) if args.json else render_diff_text(diff.model_dump()))
-        return 0
-    except ServiceError as err:
-        print(f"gpudojo profile {args.profile_command}: {err}", file=sys.stderr)
-        return 2
-    finally:
-        service.close()
+    command = f"profile {args.profile_command}"
+    if args.profile_command == "summary":
+        return _answer(command, service, lambda: service.summary(trace_id_for(args.trace)), render_text, args.json)
+    return _answer(
+        command,
+        service,
+        lambda: service.diff(trace_id_for(args.a), trace_id_for(args.b)),
+        render_diff_text,
+        args.json,
+    )
 
 
 def _add_profile_parsers(sub: argparse._SubParsersAction) -> None:
@@ -539,6 +556,95 @@ def _add_profile_parsers(sub: argparse._SubParsersAction) -> None:
     df.add_argument("a")
     df.add_argument("b")
     df.set_defaults(func=_profile)
+
+
+def _memory(args: argparse.Namespace) -> int:
+    from .memory.models import EstimateRequest
+    from .memory.report import render_diff_text, render_estimate_text, render_text
+    from .memory.service import MemoryService
+    from .profile.service import trace_id_for as capture_id_for  # the same id scheme: run:... or file:<path>
+
+    # Root "/" as for profiles: any file the user names is theirs to read.
+    service = MemoryService(Settings(data_dir=args.data_dir or "").data_path, Path("/"))
+    command = f"memory {args.memory_command}"
+    if args.memory_command == "summary":
+        return _answer(
+            command, service, lambda: service.analysis(capture_id_for(args.snapshot)), render_text, args.json
+        )
+    if args.memory_command == "diff":
+        return _answer(
+            command,
+            service,
+            lambda: service.diff(capture_id_for(args.a), capture_id_for(args.b)),
+            render_diff_text,
+            args.json,
+        )
+    fields = {k: getattr(args, k) for k in EstimateRequest.model_fields if getattr(args, k, None) is not None}
+    return _answer(
+        command,
+        service,
+        lambda: service.estimate(EstimateRequest(**fields)),
+        render_estimate_text,
+        args.json,
+    )
+
+
+def _count(text: str) -> int:
+    """A count as people write big ones: 7000000, 7e9 or 1.3e9."""
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value.is_integer():
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        return int(value)
+
+
+def _add_memory_parsers(sub: argparse._SubParsersAction) -> None:
+    from typing import get_args
+
+    from .memory.models import EstimateRequest
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", help="gpudojo's data dir, where analyses are cached (default: the server's)")
+    common.add_argument("--json", action="store_true", help="print the result as JSON (the API's shape)")
+    mem = sub.add_parser("memory", help="Read memory snapshots: peak and OOMs, two compared, or an estimate.")
+    msub = mem.add_subparsers(dest="memory_command", required=True)
+    sm = msub.add_parser(
+        "summary",
+        parents=[common],
+        help="Peak with its categories and top frames, OOMs and notes of a snapshot (.pickle) or CPU capture.",
+    )
+    sm.add_argument("snapshot", help="a snapshot file, or a run's capture id (run:<run id>:<file name>)")
+    sm.set_defaults(func=_memory)
+    df = msub.add_parser("diff", parents=[common], help="Compare two snapshots' peaks: before (A) and after (B).")
+    df.add_argument("a")
+    df.add_argument("b")
+    df.set_defaults(func=_memory)
+    # The same fields, bounds and choices as POST memory/estimate: its model checks them.
+    f = EstimateRequest.model_fields
+    es = msub.add_parser("estimate", parents=[common], help="What training a model should take, by component.")
+    es.add_argument("--parameters", type=_count, required=True, help=f.get("parameters").description)
+    for name in ("optimizer", "precision"):
+        es.add_argument(f"--{name}", choices=get_args(f[name].annotation), help=f"default {f[name].default}")
+    es.add_argument("--zero-stage", dest="zero_stage", type=int, choices=get_args(f["zero_stage"].annotation))
+    es.add_argument("--data-parallel", dest="data_parallel", type=int, help="ranks (default 1)")
+    es.add_argument("--micro-batch", dest="micro_batch", type=int, help="samples per rank per step (default 1)")
+    es.add_argument(
+        "--activation-bytes-per-sample",
+        dest="activation_bytes_per_sample",
+        type=_count,
+        help=f["activation_bytes_per_sample"].description,
+    )
+    es.add_argument("--checkpointing", action="store_true", default=None, help="activation checkpointing")
+    es.add_argument("--layers", type=int, help=f["layers"].description)
+    es.add_argument(
+        "--measured-peak-bytes", dest="measured_peak_bytes", type=_count, help=f["measured_peak_bytes"].description
+    )
+    es.set_defaults(func=_memory)
 
 
 def _print_engine_start(svc, run) -> None:  # type: ignore[no-untyped-def]
@@ -654,6 +760,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_parsers(sub)
     _add_exercise_parsers(sub)
     _add_profile_parsers(sub)
+    _add_memory_parsers(sub)
     return parser
 
 

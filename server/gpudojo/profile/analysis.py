@@ -43,7 +43,9 @@ from .trace import (
 __all__ = ["ANALYSIS_VERSION", "Loaded", "NotATrace", "TraceTooLarge", "diff", "write_analysis"]
 
 # 3: names, args and lane labels are clipped (an analysis cached before may hold them whole).
-ANALYSIS_VERSION = 3
+# 4: device time goes to the operators around the launching call (by containment); a ROCm trace
+# says so. An analysis cached before gave kernels to operators that had already ended.
+ANALYSIS_VERSION = 4
 
 # When a finding is raised (shares are of the mean step).
 DATA_LOADING_SHARE = 0.20
@@ -376,8 +378,10 @@ def _frequent_shapes(ev: Events, idx: np.ndarray, wanted: set[int]) -> dict[int,
 
 
 def _device_time_by_op(p: Profile, rank: int, span: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
-    """Device time per op name: the launching op itself (the innermost cpu_op above the
-    runtime call) and every cpu_op above it, walking up the parents level by level."""
+    """Device time per op name (us), following each kernel, copy or memset to the runtime call
+    with its correlation id and that call to the cpu_ops around it on the launching thread:
+    "self" goes to the innermost op, "total" to every op name enclosing the call (once per
+    name, so that aten::to inside aten::to is not counted twice)."""
     ev = p.ev
     dev_self = np.zeros(len(ev.names))
     dev_total = np.zeros(len(ev.names))
@@ -385,19 +389,44 @@ def _device_time_by_op(p: Profile, rank: int, span: tuple[float, float]) -> tupl
         return dev_self, dev_total
     device, host = launches(p, rank)
     keep = (host >= 0) & (ev.ts[np.maximum(host, 0)] >= span[0]) & (ev.ts[np.maximum(host, 0)] <= span[1])
-    dur, node = ev.dur[device[keep]], ev.parent[host[keep]]
-    cpu_op = ev.cat_id("cpu_op")
-    credited = np.zeros(len(node), dtype=bool)
-    while len(node):
-        alive = node >= 0
-        dur, node, credited = dur[alive], node[alive], credited[alive]
-        is_op = (ev.cat[node] == cpu_op) & ~p.is_step[ev.name[node]]
-        np.add.at(dev_total, ev.name[node[is_op]], dur[is_op])
-        first = is_op & ~credited
-        np.add.at(dev_self, ev.name[node[first]], dur[first])
-        credited |= is_op
-        node = ev.parent[node]
+    # A launch may start more than one device activity: weigh each launch once.
+    calls, at = np.unique(host[keep], return_inverse=True)
+    weight = np.bincount(at, weights=ev.dur[device[keep]], minlength=len(calls))
+    ops = np.flatnonzero(p.mask("cpu_op", rank, "host") & ~p.is_step[ev.name])
+    for w, around in zip(weight.tolist(), _enclosing(ev, ops, calls), strict=True):
+        if around:
+            dev_self[ev.name[around[-1]]] += w
+            for n in {int(ev.name[o]) for o in around}:
+                dev_total[n] += w
     return dev_self, dev_total
+
+
+def _enclosing(ev: Events, ops: np.ndarray, calls: np.ndarray) -> list[list[int]]:
+    """For each call (event index, sorted), the ops of ``ops`` (index order) on its lane whose
+    [ts, ts + dur] holds its start, outermost first.
+
+    Found by containment, not by the nesting parents: those come from counting open spans,
+    which zero-length ops (an aten::empty of 0 us just before a launch) and spans that cross
+    by a rounding microsecond throw off, crediting kernels to an op that ended before."""
+    op_lane, op_ts = ev.lane[ops].tolist(), ev.ts[ops].tolist()
+    op_end = (ev.ts[ops] + ev.dur[ops]).tolist()
+    ops_l = ops.tolist()
+    out: list[list[int]] = []
+    open_ops: list[tuple[float, int]] = []  # (end, op) in start order
+    i, lane_now = 0, -1
+    # Calls are in index order, which is by lane and then by start, as the ops are.
+    for lane, t in zip(ev.lane[calls].tolist(), ev.ts[calls].tolist(), strict=True):
+        if lane != lane_now:
+            open_ops, lane_now = [], lane
+            while i < len(ops_l) and op_lane[i] < lane:
+                i += 1
+        while i < len(ops_l) and op_lane[i] == lane and op_ts[i] <= t:
+            open_ops.append((op_end[i], ops_l[i]))
+            i += 1
+        while open_ops and open_ops[-1][0] < t:
+            open_ops.pop()
+        out.append([o for end, o in open_ops if end >= t])
+    return out
 
 
 def kernels(p: Profile, rank: int, span: tuple[float, float], n_steps: int) -> tuple[list[dict[str, Any]], dict]:
@@ -667,19 +696,30 @@ def apply_hta(hta: dict[str, Any], primary: int, summary: dict[str, Any]) -> lis
 # ---------------------------------------------------------------- mode, findings
 
 
+def _is_rocm(p: Profile) -> bool:
+    """Whether the kernels ran on an AMD GPU: Kineto files HIP calls (hipLaunchKernel) under the
+    same "cuda_runtime" category as CUDA's, so the calls' names tell."""
+    ev = p.ev
+    runtime = [ev.cat_id(c) for c in ("cuda_runtime", "cuda_driver", "runtime") if c in ev.cats]
+    called = np.unique(ev.name[np.isin(ev.cat, runtime)])
+    return any(ev.names[n].startswith("hip") for n in called.tolist())
+
+
 def mode_of(p: Profile) -> dict[str, Any]:
     """What kind of trace it is, and so what its figures can and cannot show."""
     if p.gpu:
         streams = int((p.lane_stream & (p.lane_rank == p.primary)).sum())
         ranks = f", {len(p.ranks)} ranks" if len(p.ranks) > 1 else ""
+        rocm = _is_rocm(p)
         return {
             "kind": "gpu",
-            "label": f"GPU trace (CUDA kernels, {streams} stream{'s' if streams != 1 else ''}{ranks})",
+            "label": f"GPU trace ({'GPU kernels (ROCm)' if rocm else 'CUDA kernels'}, "
+            f"{streams} stream{'s' if streams != 1 else ''}{ranks})",
             "shows": [
                 "GPU kernels and their launch overhead",
                 "host-device copies",
                 "GPU idle time",
-                "communication kernels (NCCL) and their overlap",
+                f"communication kernels ({'RCCL' if rocm else 'NCCL'}) and their overlap",
                 "operator time on the host",
                 "data-loader stalls",
                 "host syncs",
