@@ -20,6 +20,7 @@ import {
 } from '@jupyterlab/apputils';
 import { ILauncher } from '@jupyterlab/launcher';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { IStateDB } from '@jupyterlab/statedb';
 import { GpudojoClient } from './api/client';
 import { coursePlugin } from './course/plugin';
 import { CommandIds } from './gpu/commands';
@@ -55,12 +56,16 @@ const sidebarPlugin: JupyterFrontEndPlugin<IGpudojoSidebar> = {
   description: 'The gpudojo panel in the left sidebar.',
   autoStart: true,
   provides: IGpudojoSidebar,
-  optional: [ILayoutRestorer],
-  activate: (app: JupyterFrontEnd, restorer: ILayoutRestorer | null) => {
-    const sidebar = new GpudojoSidebar();
+  optional: [ILayoutRestorer, IStateDB],
+  activate: (app: JupyterFrontEnd, restorer: ILayoutRestorer | null, state: IStateDB | null) => {
+    const sidebar = new GpudojoSidebar({ commands: app.commands });
     app.shell.add(sidebar, 'left', { rank: 800 });
     if (restorer) {
       restorer.add(sidebar, 'gpudojo-sidebar');
+    }
+    if (state) {
+      // Which sections were collapsed, once the app has restored its state.
+      void app.restored.then(() => sidebar.restoreState(state));
     }
     return sidebar;
   }
@@ -141,9 +146,9 @@ const gpuPlugin: JupyterFrontEndPlugin<void> = {
 
     app.commands.addCommand(CommandIds.openMonitor, {
       label: 'Open GPU Monitor',
-      caption: 'Live charts of GPU and host telemetry',
+      caption: 'Charts of GPU and host telemetry (args.gpu: show that GPU only)',
       icon: args => (args['isPalette'] ? undefined : gpudojoIcon),
-      execute: () => {
+      execute: args => {
         if (!monitor || monitor.isDisposed) {
           monitor = createMonitorWidget({ client, settings: current });
           monitor.disposed.connect(() => {
@@ -152,6 +157,10 @@ const gpuPlugin: JupyterFrontEndPlugin<void> = {
         }
         if (!tracker.has(monitor)) {
           void tracker.add(monitor);
+        }
+        const gpu = args['gpu'];
+        if (typeof gpu === 'number' && Number.isInteger(gpu)) {
+          monitor.content.selectGpus([gpu]);
         }
         showInMainArea(app, monitor);
         return monitor;

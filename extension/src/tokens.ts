@@ -30,6 +30,8 @@ export interface IGpudojoSidebar {
    * higher (the Course section uses 100, GPU 500).
    */
   addSection(widget: Widget, options?: { rank?: number }): void;
+  /** Add a line to the sidebar's header, under its title (the course's progress). */
+  addHeaderWidget(widget: Widget): void;
   /** Expand `widget`'s section (added before) and scroll it into view; the caller shows the sidebar. */
   revealSection(widget: Widget): void;
 }

@@ -5,3 +5,4 @@ import './runs.css';
 import './memory.css';
 import './profile.css';
 import './course.css';
+import './journey.css';

@@ -15,6 +15,7 @@ Importing this module is cheap: the service process never loads what the analyse
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import sys
@@ -24,9 +25,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 from .errors import Failed, Forbidden, Invalid, NotFound, ServiceError, TimedOut, TooLarge
+from .nofollow import LinkInPath, open_beneath, open_file_beneath
 from .runfolder import RUN_ID, RunFolder
 from .worker.pipe import WarmWorker, WorkerFailure
 
@@ -114,60 +116,95 @@ class AnalysedFiles(Generic[L]):
     # --- naming ---------------------------------------------------------------------------
 
     def run_files(self, run_id: str) -> list[tuple[str, Path, int]]:
-        """(id, path, rank) of every file of this kind a run wrote, in name order."""
+        """(id, path, rank) of every file of this kind a run wrote, in name order. A link (the
+        folder, the run's folder, or a file) lists nothing: it would not be served either."""
         if not RUN_ID.match(run_id):
             raise FileRequestError(f"{run_id!r} is not a run id")
         folder = self.kind.folder(RunFolder(self.runs_dir / run_id))
+        try:
+            fd = open_beneath(self.runs_dir, self._run_parts(run_id), folder=True)
+        except (LinkInPath, OSError):
+            return []
+        try:
+            with os.scandir(fd) as entries:
+                names = [e.name for e in entries if e.is_file(follow_symlinks=False)]
+        finally:
+            os.close(fd)
         found = []
-        for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-            m = self.kind.name.match(path.name)
-            if m and path.is_file() and self._in_run_folder(path, run_id):
-                found.append((f"run:{run_id}:{path.name}", path, int(m[1])))
+        for name in names:
+            m = self.kind.name.match(name)
+            if m:
+                found.append((f"run:{run_id}:{name}", folder / name, int(m[1])))
         return sorted(found, key=lambda f: (f[2], f[0]))
 
-    def _in_run_folder(self, path: Path, run_id: str) -> bool:
-        """Whether ``path``, symlinks followed, stays in its run's folder: a run's processes
-        run the learner's code, which could leave a symlink to any file there."""
-        return path.resolve().is_relative_to((self.runs_dir / run_id).resolve())
+    def _run_parts(self, run_id: str, name: str | None = None) -> list[str]:
+        """The names from the runs folder down to a run's folder of this kind (and a file in it)."""
+        folder = self.kind.folder(RunFolder(self.runs_dir / run_id))
+        return [*folder.relative_to(self.runs_dir).parts, *([name] if name else [])]
 
-    def resolve(self, file_id: str) -> list[Path]:
-        """The file(s) behind an id, checked to stay inside their root and within the size cap."""
+    def _located(self, file_id: str) -> list[tuple[Path, Path, list[str]]]:
+        """(path, root, names below the root) of each file behind an id; nothing opened yet."""
         noun = self.kind.noun
         if file_id.startswith("run:"):
             parts = file_id.split(":", 2)
             if len(parts) != 3 or not RUN_ID.match(parts[1]):
                 raise FileRequestError(f"{file_id!r} is not a {noun} id")
-            if parts[2] == ALL_RANKS and self.kind.merge_ranks:
-                paths = [p for _, p, _ in self.run_files(parts[1])]
-                if not paths:
-                    raise NotFound(f"Run {parts[1]} has no {noun}s")
-            elif self.kind.name.match(parts[2]):
-                paths = [self.kind.folder(RunFolder(self.runs_dir / parts[1])) / parts[2]]
-                if not self._in_run_folder(paths[0], parts[1]):
-                    raise Forbidden(f"{parts[2]} of run {parts[1]} leads outside the run's folder", "outside_run")
-            else:
-                raise FileRequestError(f"{file_id!r} is not a {noun} id")
-        elif file_id.startswith("file:"):
+            run_id, name = parts[1], parts[2]
+            if name == ALL_RANKS and self.kind.merge_ranks:
+                files = self.run_files(run_id)
+                if not files:
+                    raise NotFound(f"Run {run_id} has no {noun}s")
+                return [(p, self.runs_dir, self._run_parts(run_id, p.name)) for _, p, _ in files]
+            if self.kind.name.match(name):
+                names = self._run_parts(run_id, name)
+                return [(self.runs_dir.joinpath(*names), self.runs_dir, names)]
+            raise FileRequestError(f"{file_id!r} is not a {noun} id")
+        if file_id.startswith("file:"):
             try:
                 path = (self.root_dir / file_id[5:]).resolve()
             except (OSError, ValueError) as err:  # a NUL byte in the name: no file can have it
                 raise FileRequestError(f"{file_id!r} is not a path a file can have") from err
             if not path.is_relative_to(self.root_dir):
                 raise Forbidden(f"{file_id[5:]} is outside the server's root folder", "outside_root")
-            paths = [path]
-        else:
-            raise FileRequestError(f"{file_id!r} is not a {noun} id (run:... or file:...)")
-        for path in paths:
-            try:
-                found = path.is_file()
-            except OSError:  # e.g. a name longer than the file system allows: no such file either
-                found = False
-            if not found:
-                raise NotFound(f"No {noun} {file_id!r}")
-            size = path.stat().st_size
-            if size > self.max_bytes:
-                raise TooLarge(f"{path.name} is {size} bytes; the most this server analyses is {self.max_bytes}")
-        return paths
+            # Links in the workspace are followed as Jupyter follows them, by resolve() above; the
+            # file is then opened along the resolved path, so that a link swapped in since
+            # cannot lead anywhere else.
+            return [(path, self.root_dir, list(path.relative_to(self.root_dir).parts))]
+        raise FileRequestError(f"{file_id!r} is not a {noun} id (run:... or file:...)")
+
+    def _open_file(self, file_id: str, path: Path, root: Path, names: list[str]) -> BinaryIO:
+        """The file at root/names, opened without following a link below ``root``: a 403 for a
+        link, a 404 for no regular file there, a 413 past the size cap."""
+        try:
+            f = open_file_beneath(root, names)
+        except LinkInPath as err:
+            if root == self.runs_dir:
+                raise LinkInPath(f"{file_id} leads outside the run's folder: {err.message}") from err
+            raise Forbidden(f"{file_id[5:]} leads outside the server's root folder", "outside_root") from err
+        except (OSError, ValueError) as err:  # ValueError: not a name a file can have
+            raise NotFound(f"No {self.kind.noun} {file_id!r}") from err
+        size = os.fstat(f.fileno()).st_size
+        if size > self.max_bytes:
+            f.close()
+            raise TooLarge(f"{path.name} is {size} bytes; the most this server analyses is {self.max_bytes}")
+        return f
+
+    def resolve(self, file_id: str) -> list[Path]:
+        """The file(s) behind an id, checked to stay inside their root (no link followed in a
+        run's folder) and within the size cap."""
+        located = self._located(file_id)
+        for path, root, names in located:
+            self._open_file(file_id, path, root, names).close()
+        return [path for path, _, _ in located]
+
+    def open_one(self, file_id: str) -> tuple[str, BinaryIO]:
+        """The name and the open file behind an id that names one file (for a download), opened
+        as resolve() checks it, so that what is sent is what was checked. The caller closes it."""
+        located = self._located(file_id)
+        if len(located) != 1:
+            raise FileRequestError(f"{file_id!r} names {len(located)} files: download one of them")
+        path, root, names = located[0]
+        return path.name, self._open_file(file_id, path, root, names)
 
     def key(self, paths: list[Path]) -> str:
         parts = []

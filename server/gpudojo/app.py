@@ -119,6 +119,7 @@ class GPUDojo(ExtensionApp):
                 max_concurrent_checks=self.max_concurrent_checks,
             )
         )
+        self._publish_progress_events(self.settings["gpudojo"])
         source = f"replaying {self.gpu_replay_file}" if self.gpu_replay_file else "live NVML"
         self.log.info("gpudojo: GPU probe uses %s; data in %s", source, self.data_dir)
         # The run service's explicit start step, once the server runs and off the event loop:
@@ -131,6 +132,17 @@ class GPUDojo(ExtensionApp):
             IOLoop.current().add_callback(
                 lambda: threading.Thread(target=services.warm_memory, name="gpudojo-memory-warm", daemon=True).start()
             )
+
+    def _publish_progress_events(self, services: Services) -> None:
+        """Emit every progress write on the server's event bus (course/events.py), so that
+        JupyterLab follows progress made anywhere (runs, checks, quizzes) as it happens."""
+        event_logger = getattr(self.serverapp, "event_logger", None)
+        if event_logger is None:  # a server without an event bus: the UI refreshes on its own actions
+            return
+        from .course.events import PROGRESS_EVENT_SCHEMA, progress_emitter
+
+        event_logger.register_event_schema(PROGRESS_EVENT_SCHEMA)
+        services.progress_listeners.append(progress_emitter(event_logger, IOLoop.current().add_callback))
 
     def initialize_handlers(self) -> None:
         from .api.routes import url_patterns

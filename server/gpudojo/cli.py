@@ -190,7 +190,11 @@ def _add_kernel_parsers(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--ptx", action="store_true", help="print the PTX")
     c.add_argument("--block-size", type=int, default=256, help="threads per block for the occupancy figure")
     c.set_defaults(func=_kernel)
-    r = ksub.add_parser("run", parents=[common], help="Launch once (checked), then time: GPU or numba simulator.")
+    r = ksub.add_parser(
+        "run",
+        parents=[common],
+        help="Launch once (checked), then time: GPU, numba simulator, or CUDA C in the CPU emulator.",
+    )
     r.add_argument("--kernel", required=True, help="kernel name")
     r.add_argument("--grid", required=True, help="blocks, e.g. 16 or 4,4")
     r.add_argument("--block", required=True, help="threads per block, e.g. 256 or 16,16")
@@ -201,7 +205,7 @@ def _add_kernel_parsers(sub: argparse._SubParsersAction) -> None:
         help='e.g. "a:float32=2 x:float32[4096]=random y:float32[4096]=ones:out n:int32=4096"',
     )
     r.add_argument("--expect", help='NumPy expectations, e.g. "y=a*x+y"')
-    r.add_argument("--mode", choices=["auto", "gpu", "simulator"], default="auto")
+    r.add_argument("--mode", choices=["auto", "gpu", "simulator", "cpu-emulation"], default="auto")
     r.set_defaults(func=_kernel)
 
 
@@ -432,6 +436,8 @@ def format_attempt(attempt) -> str:  # type: ignore[no-untyped-def]
             lines.append(f"         {f.name}: {f.value}{unit}{note}")
     if attempt.error:
         lines.append(f"  {attempt.error}")
+    if attempt.sandbox == "none":
+        lines.append(f"  Not sandboxed: {attempt.sandbox_reason}. Your code ran with this account's rights.")
     if attempt.completed:
         lines.append("  Completed: every applicable requirement passed.")
     return "\n".join(lines)

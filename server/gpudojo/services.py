@@ -102,6 +102,8 @@ class Services:
         # Run service calls (launch, cancel, stream replay) may wait on processes for seconds.
         self.runs_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="gpudojo-runs")
         self._devices_cache: tuple[float, str] | None = None
+        # Told of every progress write once the course service exists (the server's event bus).
+        self.progress_listeners: list[Callable[[Any], None]] = []
 
     @cached_property
     def probe(self) -> GpuProbe:
@@ -132,6 +134,8 @@ class Services:
         s = self.settings
         catalog = CourseCatalog(s.content_path, s.labs_path)
         store = ProgressStore(s.data_path / "gpudojo.sqlite3")
+        for listener in self.progress_listeners:
+            store.add_listener(listener)
         return CourseService(catalog, store, Path(s.root_dir))
 
     @cached_property

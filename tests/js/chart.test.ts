@@ -47,12 +47,12 @@ describe('TelemetryChart', () => {
     readChartTheme = chart.readChartTheme;
   });
 
-  it('colours series from the theme variables, falling back when a theme sets none', () => {
-    document.body.style.setProperty('--jp-brand-color1', 'rgb(1, 2, 3)');
+  it('colours series from the palette variables, falling back when a theme sets none', () => {
+    document.body.style.setProperty('--gpudojo-category-color-0', 'rgb(1, 2, 3)');
     const theme = readChartTheme();
     expect(theme.series[0]).toBe('rgb(1, 2, 3)');
-    expect(theme.series[1]).toBe('#f57c00');
-    expect(theme.series.length).toBeGreaterThanOrEqual(4);
+    expect(theme.series[1]).toBe('#f28e2b');
+    expect(new Set(theme.series).size).toBeGreaterThanOrEqual(8);
   });
 
   it('builds a uPlot chart tagged with its metric, takes data and resizes', () => {

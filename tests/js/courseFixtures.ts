@@ -22,6 +22,7 @@ export function item(
     needs: 'cpu',
     cpu_path: null,
     launcher: null,
+    lesson: null,
     progress: { kind, id, status, updated_at: null, completed_at: null, quiz_score: null, quiz_total: null },
     ...extra
   };

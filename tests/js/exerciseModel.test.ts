@@ -6,7 +6,8 @@ import {
   isRunning,
   modeLabel,
   outcomeMark,
-  requirementRows
+  requirementRows,
+  sandboxNote
 } from '../../extension/src/course/exerciseModel';
 
 const meta = {
@@ -32,6 +33,8 @@ function attempt(over: Partial<CheckAttempt> = {}): CheckAttempt {
     applicable: 1,
     completed: true,
     error: null,
+    sandbox: 'bubblewrap',
+    sandbox_reason: '',
     results: [result('compiles', 'passed'), result('bandwidth', 'skipped')],
     ...over
   };
@@ -141,5 +144,19 @@ describe('attemptLine and isRunning', () => {
   it('polls only while a check runs', () => {
     expect(isRunning({ current: null })).toBe(false);
     expect(isRunning({ current: attempt({ status: 'running' }) })).toBe(true);
+  });
+});
+
+describe('sandboxNote', () => {
+  it('says nothing when the learner’s code ran in the sandbox, or for an old attempt', () => {
+    expect(sandboxNote(attempt())).toBeNull();
+    expect(sandboxNote(attempt({ sandbox: null }))).toBeNull();
+    expect(sandboxNote(null)).toBeNull();
+  });
+
+  it('says "not sandboxed" with the reason otherwise', () => {
+    const note = sandboxNote(attempt({ sandbox: 'none', sandbox_reason: 'bubblewrap (bwrap) is not installed' }));
+    expect(note).toMatch(/^Not sandboxed: bubblewrap \(bwrap\) is not installed\. /);
+    expect(sandboxNote(attempt({ sandbox: 'none', sandbox_reason: '' }))).toMatch(/^Not sandboxed\. /);
   });
 });

@@ -25,10 +25,15 @@ export function gpuSample(index: number, fields: Partial<GpuSample> = {}): GpuSa
   };
 }
 
-export function sample(t: number, gpus: GpuSample[] = [gpuSample(0)]): TelemetrySample {
+export function sample(
+  t: number,
+  gpus: GpuSample[] = [gpuSample(0)],
+  recordingT: number | null = null
+): TelemetrySample {
   return {
     type: 'sample',
     t,
+    recording_t: recordingT,
     host: { cpu_pct: 12.5, memory_used_bytes: 4 * GIB, memory_available_bytes: 12 * GIB },
     gpus
   };

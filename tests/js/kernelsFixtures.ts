@@ -125,6 +125,7 @@ export function simulatorRun(overrides: Partial<RunResult> = {}): RunResult {
     error: null,
     stdout: '',
     compile: null,
+    emulator: null,
     wall_ms: 900,
     ...overrides
   };

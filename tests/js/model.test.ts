@@ -1,12 +1,17 @@
 import { TelemetryModel, TelemetryChange } from '../../extension/src/gpu/model';
 import { GPU_METRICS, HOST_METRICS } from '../../extension/src/gpu/series';
 import { GIB, gpuSample, sample } from './fixtures';
+import type { RecordingInfo } from '../../extension/src/api/types';
 
 const metric = (id: string) => GPU_METRICS.find(m => m.id === id)!;
 const host = (id: string) => HOST_METRICS.find(m => m.id === id)!;
 
-function history(samples = [sample(100), sample(101)], mode: 'gpu' | 'cpu' | 'replay' = 'gpu') {
-  return { type: 'history' as const, rate_hz: 4, max_hz: 20, mode, samples };
+function history(
+  samples = [sample(100), sample(101)],
+  mode: 'gpu' | 'cpu' | 'replay' = 'gpu',
+  recording: RecordingInfo | null = null
+) {
+  return { type: 'history' as const, rate_hz: 4, max_hz: 20, mode, recording, samples };
 }
 
 describe('TelemetryModel', () => {
@@ -164,6 +169,23 @@ describe('TelemetryModel', () => {
       expect(model.hostSeries(host('host_memory'))).toEqual([[1, 2], [4, 4]]);
       expect(model.gpuIndices()).toEqual([]);
       expect(model.gpuSeries(metric('utilization'))).toEqual([[1, 2]]);
+    });
+
+    it('charts a replay against the recording time, each recorded sample once', () => {
+      const recording: RecordingInfo = { synthetic: true, note: null, rate_hz: 2, duration_s: 49.5, cycle_s: 50 };
+      const model = new TelemetryModel({ windowSeconds: 60 });
+      model.handleMessage(history([sample(1000, [gpuSample(0)], 0)], 'replay', recording));
+      // Read at 4 Hz, a 2 Hz recording gives each sample twice: the duplicate is dropped.
+      model.handleMessage(sample(1000.25, [gpuSample(0)], 0));
+      model.handleMessage(sample(1000.5, [gpuSample(0, { utilization_gpu_pct: 97 })], 0.5));
+      model.handleMessage(sample(1000.75, [gpuSample(0)], 0.5));
+      expect(model.recording).toEqual(recording);
+      expect(model.received).toBe(2);
+      expect(model.gpuSeries(metric('utilization'))).toEqual([
+        [0, 0.5],
+        [50, 97]
+      ]);
+      expect(model.hostSeries(host('host_cpu'))[0]).toEqual([0, 0.5]);
     });
 
     it('only covers the window', () => {

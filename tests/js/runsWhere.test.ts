@@ -1,12 +1,15 @@
 import type { EngineInfo } from '../../extension/src/api/types';
 import {
   PYTHON_ONLY_REASON,
+  SAME_MACHINE,
   WHERE_FIELDS,
   buildWhere,
   engineChoices,
   initialEngine,
   initialWhereRaw,
+  isLoopback,
   parseWhereField,
+  proposedHost,
   whereErrorsFromDetail,
   whereRangeText
 } from '../../extension/src/runs/where';
@@ -15,21 +18,25 @@ import { makeRun } from './runsFixtures';
 
 /** GET runs/engines on a machine with a Slurm controller and no kubeconfig. */
 const ENGINES: EngineInfo[] = [
-  { name: 'local', title: 'This machine', available: true, reason: 'torchrun on this machine', can_generate: true },
+  { name: 'local', title: 'This machine', available: true, reason: 'torchrun on this machine', detail: '', can_generate: true, addresses: [] },
   {
     name: 'torchrun-nodes',
     title: 'torchrun across nodes',
     available: true,
     reason: 'this machine hosts the rendezvous',
-    can_generate: true
+    detail: '',
+    can_generate: true,
+    addresses: ['10.0.0.5', '192.168.1.7']
   },
-  { name: 'slurm', title: 'Slurm', available: true, reason: 'slurmctld at node-a is UP', can_generate: true },
+  { name: 'slurm', title: 'Slurm', available: true, reason: 'slurmctld at node-a is UP', detail: '', can_generate: true, addresses: [] },
   {
     name: 'kubernetes',
     title: 'Kubernetes',
     available: false,
     reason: 'no kubeconfig: set KUBECONFIG or write ~/.kube/config',
-    can_generate: true
+    detail: '',
+    can_generate: true,
+    addresses: []
   }
 ];
 
@@ -132,11 +139,11 @@ describe('where a run may go', () => {
   });
 
   it('builds torchrun across nodes, elastic only when a smaller minimum is typed', () => {
-    const raw = initialWhereRaw('torchrun-nodes');
+    const raw = { ...initialWhereRaw('torchrun-nodes'), host: '10.0.0.5' };
     expect(buildWhere('torchrun-nodes', raw).where).toEqual({
       engine: 'torchrun-nodes',
       nnodes: 2,
-      host: '127.0.0.1',
+      host: '10.0.0.5',
       max_restarts: 0,
       join_timeout_s: 120
     });
@@ -148,6 +155,21 @@ describe('where a run may go', () => {
     expect(buildWhere('torchrun-nodes', { ...raw, join_timeout_s: '5' }).errors).toEqual({
       join_timeout_s: '5 is below the minimum, 10'
     });
+  });
+
+  it('proposes an address other nodes reach and refuses loopback for several nodes, unless all run here', () => {
+    expect(proposedHost(ENGINES)).toBe('10.0.0.5');
+    expect(proposedHost(null)).toBeNull();
+    const raw = initialWhereRaw('torchrun-nodes');
+    expect(buildWhere('torchrun-nodes', raw).errors.host).toBe(
+      "127.0.0.1 is this machine's loopback: a node on another machine cannot reach it. " +
+        'Give an address of this machine the other nodes reach, or tick "all nodes on this machine (testing)".'
+    );
+    expect(buildWhere('torchrun-nodes', { ...raw, host: 'localhost' }).errors.host).toMatch(/loopback/);
+    expect(buildWhere('torchrun-nodes', { ...raw, [SAME_MACHINE]: 'true' }).where).toMatchObject({ host: '127.0.0.1' });
+    expect(buildWhere('torchrun-nodes', { ...raw, nnodes: '1' }).errors).toEqual({});
+    expect(isLoopback('127.0.1.1')).toBe(true);
+    expect(isLoopback('10.0.0.5')).toBe(false);
   });
 
   it('builds a Kubernetes where with its flavour and resources', () => {

@@ -11,7 +11,8 @@ from traitlets.config import Config
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-pytest_plugins = ["pytest_jupyter.jupyter_server"]
+# exercise_toy: the toy exercise's fixtures (content, service), for the exercise engine's tests.
+pytest_plugins = ["pytest_jupyter.jupyter_server", "exercise_toy"]
 
 RECORDINGS = HERE.parent / "data" / "gpu"
 

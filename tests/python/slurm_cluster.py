@@ -286,6 +286,21 @@ def slurm(slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> Slurm
 READY_FILE = "ready"
 
 
+def recording_tools(folder: Path) -> tuple[Path, Path]:
+    """Stand-ins for sbatch, squeue, scontrol and scancel, for tests that must see whether a tool
+    ran at all (no cluster behind them): each appends "<tool> <args>" to a file, and scontrol
+    ping answers as an UP controller does. (the folder to put first on PATH, the record file)"""
+    bin_dir = folder / "recording-bin"
+    bin_dir.mkdir()
+    record = folder / "tools-called"
+    for tool in ("sbatch", "squeue", "scontrol", "scancel"):
+        (bin_dir / tool).write_text(
+            f'#!/bin/sh\necho "{tool} $*" >> "{record}"\necho "Slurmctld(primary) at fake-head is UP"\n'
+        )
+        (bin_dir / tool).chmod(0o755)
+    return bin_dir, record
+
+
 def serve(root: Path, poll_s: float = 0.2) -> int:
     """Start the cluster in ``root`` (new or empty), write ``root/ready`` (the path of its
     slurm.conf) once the node is idle, and keep it up until SIGTERM, SIGINT or SIGHUP, or

@@ -3,13 +3,17 @@ run's `where` validated per engine, its generated files, and `gpudojo lab manife
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from tornado.httpclient import HTTPClientError
+
+import slurm_cluster as one_host
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
 GPUDOJO = str(Path(sys.executable).with_name("gpudojo"))
@@ -86,6 +90,77 @@ async def test_an_engine_that_cannot_run_here_is_refused_with_its_reason(jp_fetc
     assert "slurm cannot run jobs from this machine" in json.loads(info.value.response.body)["error"]["message"]
 
 
+async def test_a_script_path_with_a_control_character_is_a_400_naming_the_field(jp_fetch, jp_root_dir):
+    # Finding (issue 22, 2): a folder "my dir\ntouch X\n" put shell lines into job.sbatch.
+    folder = jp_root_dir / "my dir\ntouch X\n"
+    folder.mkdir()
+    (folder / "train.py").write_text("print('hi')\n")
+    (jp_root_dir / "plain").symlink_to(folder)
+    for path in ["my dir\ntouch X\n/train.py", "tab\there/train.py", "del\x7f.py"]:
+        body = {"kind": "script", "path": path, "where": {"engine": "slurm"}}
+        with pytest.raises(HTTPClientError) as info:
+            await post_json(jp_fetch, "runs", body=body)
+        error = json.loads(info.value.response.body)["error"]
+        assert info.value.code == 400, error
+        assert [d["loc"] for d in error["detail"]] == [["script", "path"]]
+        assert "control characters" in error["detail"][0]["msg"]
+    # A path without any that leads, through a link, to a folder whose name has one.
+    with pytest.raises(HTTPClientError) as info:
+        await post_json(
+            jp_fetch, "runs", body={"kind": "script", "path": "plain/train.py", "where": {"engine": "slurm"}}
+        )
+    error = json.loads(info.value.response.body)["error"]
+    assert info.value.code == 400 and error["detail"][0]["loc"] == ["path"] and "a newline" in error["message"]
+    assert not (jp_root_dir / "X").exists()
+
+
+@pytest.fixture
+def no_slurm_configuration(tmp_path, monkeypatch):
+    """Slurm's tools on PATH (recording stand-ins) and no configuration anywhere they look."""
+    from gpudojo.runs.engines import slurm
+
+    tools, called = one_host.recording_tools(tmp_path)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    monkeypatch.delenv("SLURM_CONF_SERVER", raising=False)
+    monkeypatch.setattr(
+        slurm, "DEFAULT_CONF_FILES", (tmp_path / "etc-slurm.conf", tmp_path / "run-slurm.conf"), raising=False
+    )
+    return called
+
+
+async def engines_of(jp_fetch) -> dict[str, dict]:
+    doc = json.loads((await jp_fetch("gpudojo", "api", "runs", "engines")).body)
+    return {e["name"]: e for e in doc["engines"]}
+
+
+async def test_engines_list_starts_no_slurm_tool_where_no_configuration_says_where_slurm_is(
+    jp_fetch, no_slurm_configuration
+):
+    # Finding (issue 22, 6): every GET runs/engines ran scontrol ping, which with no
+    # configuration asked the resolver for DNS SRV records; its multi-line error was the reason.
+    called = no_slurm_configuration
+    slurm = (await engines_of(jp_fetch))["slurm"]
+    assert not slurm["available"] and not called.exists()
+    reason = slurm["reason"]
+    assert reason == "No Slurm configuration on this machine: set SLURM_CONF to the cluster's slurm.conf."
+    assert "SLURM_CONF_SERVER" in slurm["detail"] and "DNS" in slurm["detail"]
+
+
+async def test_engines_list_keeps_the_slurm_controllers_answer_for_a_while(
+    jp_fetch, no_slurm_configuration, tmp_path, monkeypatch
+):
+    called = no_slurm_configuration
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=x\n")
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    first = (await engines_of(jp_fetch))["slurm"]
+    assert first["available"] and first["reason"] == "scontrol ping: Slurmctld(primary) at fake-head is UP"
+    second = (await engines_of(jp_fetch))["slurm"]
+    assert second == first
+    assert called.read_text() == "scontrol ping\n"
+
+
 def gpudojo(*args: str, env_extra: dict[str, str] | None = None, tmp: Path) -> subprocess.CompletedProcess:
     import os
 
@@ -150,6 +225,15 @@ def test_cli_refusals_exit_2_with_the_reason(tmp_path, args, message):
     assert message in done.stderr
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_cli_refuses_a_parameter_that_is_not_a_finite_number(tmp_path, value):
+    # Finding (issue 22, 5): `--set lr=nan` passed lr's bounds (NaN compares false with both).
+    for command in (["manifest"], ["run"]):
+        done = gpudojo("lab", *command, "lab-03-ddp", "--engine", "slurm", "--set", f"lr={value}", tmp=tmp_path)
+        assert done.returncode == 2, (done.stdout, done.stderr)
+        assert "lr: expected a finite number" in done.stderr
+
+
 def test_node_join_with_no_host_listening_says_so(tmp_path):
     done = subprocess.run(
         [GPUDOJO, "node", "join", "127.0.0.1:9", "--token", "x"], capture_output=True, text=True, timeout=30
@@ -175,3 +259,40 @@ async def test_an_artifact_swapped_for_a_link_or_grown_huge_is_refused(jp_fetch,
     with pytest.raises(HTTPClientError) as info:
         await jp_fetch("gpudojo", "api", "runs", run["id"], "artifacts", "job.json")
     assert info.value.code == 413
+
+
+@pytest.mark.parametrize("swapped", ["artifacts folder", "run folder"])
+async def test_an_artifacts_or_run_folder_swapped_for_a_link_is_refused(jp_fetch, jp_serverapp, tmp_path, swapped):
+    # Finding (issue 22, 5): O_NOFOLLOW guarded the file name only; a folder on the way that was
+    # replaced by a link had the files where it pointed served as the run's artifacts.
+    body = {"kind": "lab", "lab": "lab-03-ddp", "params": {"nproc": 1}, "where": {"engine": "torchrun-nodes"}}
+    (run,) = json.loads((await post_json(jp_fetch, "runs", body=body)).body)["runs"]
+    await post_json(jp_fetch, "runs", run["id"], "cancel", body={})
+    folder = jp_serverapp.web_app.settings["gpudojo"].runs.folder(run["id"])
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "artifacts").mkdir(parents=True)
+    (elsewhere / "artifacts" / "join-command.txt").write_text("not for the API")
+    if swapped == "run folder":
+        folder.path.rename(tmp_path / "moved")
+        folder.path.symlink_to(elsewhere)
+    else:
+        folder.artifacts_dir.rename(tmp_path / "moved")
+        folder.artifacts_dir.symlink_to(elsewhere / "artifacts")
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("gpudojo", "api", "runs", run["id"], "artifacts", "join-command.txt")
+    error = json.loads(info.value.response.body)["error"]
+    assert info.value.code == 403 and error["code"] == "outside_run", error
+    assert "not for the API" not in info.value.response.body.decode()
+
+
+async def test_an_artifact_swapped_for_a_fifo_is_a_404_at_once(jp_fetch, jp_serverapp):
+    # Opening a FIFO for reading waits for a writer: the request's thread would hang for good.
+    body = {"kind": "lab", "lab": "lab-03-ddp", "params": {"nproc": 1}, "where": {"engine": "torchrun-nodes"}}
+    (run,) = json.loads((await post_json(jp_fetch, "runs", body=body)).body)["runs"]
+    await post_json(jp_fetch, "runs", run["id"], "cancel", body={})
+    artifacts = jp_serverapp.web_app.settings["gpudojo"].runs.folder(run["id"]).artifacts_dir
+    (artifacts / "join-command.txt").unlink()
+    os.mkfifo(artifacts / "join-command.txt")
+    with pytest.raises(HTTPClientError) as info:
+        await asyncio.wait_for(jp_fetch("gpudojo", "api", "runs", run["id"], "artifacts", "join-command.txt"), 10)
+    assert info.value.code == 404

@@ -13,52 +13,10 @@ from pathlib import Path
 import pytest
 from tornado.httpclient import HTTPClientError
 
+from exercise_toy import TOY, TOY_CONTENT, check, outcomes, write_learner
 from gpudojo.cli import main as cli_main
 from gpudojo.course.catalog import CourseCatalog
-from gpudojo.course.exercises import ExerciseService
-from gpudojo.course.progress import ProgressStore
 from gpudojo.errors import Conflict, NotFound
-
-HERE = Path(__file__).resolve().parent
-TOY_CONTENT = HERE.parent / "data" / "exercises"
-TOY = TOY_CONTENT / "exercises" / "toy-sum"
-
-
-@pytest.fixture
-def content(tmp_path) -> Path:
-    """A copy of the toy course (tests may edit its manifest)."""
-    dest = tmp_path / "content"
-    shutil.copytree(TOY_CONTENT, dest)
-    return dest
-
-
-@pytest.fixture
-def service(tmp_path, content):
-    store = ProgressStore(tmp_path / "data" / "gpudojo.sqlite3")
-    catalog = CourseCatalog(content, tmp_path / "no-labs")
-    root = tmp_path / "root"
-    root.mkdir()
-    svc = ExerciseService(catalog, store, root, tmp_path / "data" / "exercise-checks")
-    yield svc
-    svc.close()
-    store.close()
-
-
-def check(svc: ExerciseService, user="ada", gpus=0, folder=None, exercise="toy-sum"):
-    svc.check(user, exercise, gpus, folder=folder)
-    return svc.wait(user, exercise, timeout_s=120)
-
-
-def outcomes(attempt) -> dict[str, str]:
-    return {r.id: r.outcome for r in attempt.results}
-
-
-def write_learner(svc: ExerciseService, source: str) -> Path:
-    """Start the toy exercise and replace the learner's summer.py."""
-    start = svc.start("ada", "toy-sum")
-    path = svc.root_dir / start.workspace.path / "summer.py"
-    path.write_text(source)
-    return path
 
 
 def test_start_copies_starters_and_readme_and_keeps_an_existing_copy(service):
@@ -202,6 +160,42 @@ def test_a_broken_check_is_an_error_not_a_crash(service, content):
     attempt = check(service, folder=TOY / "solution")
     assert attempt.status == "error" and "could not run" in attempt.error
     assert all(r.outcome == "failed" for r in attempt.results)
+
+
+def test_an_attempt_is_completed_only_when_pytest_itself_passed(service, content):
+    """Every requirement's test passed, but a fixture's teardown failed: pytest exits 1,
+    and the attempt is not completed."""
+    checks = content / "exercises" / "toy-sum" / "checks"
+    (checks / "conftest.py").write_text(
+        "import pytest\n\n"
+        "@pytest.fixture(autouse=True)\ndef broken_teardown():\n    yield\n    raise RuntimeError('x')\n"
+    )
+    attempt = check(service, folder=TOY / "solution")
+    assert outcomes(attempt) == {"sums": "passed", "cli": "passed", "on-gpu": "skipped"}
+    assert attempt.status == "error" and "failed outside the requirements (pytest exit 1)" in attempt.error
+    assert not attempt.completed
+
+
+def test_the_checks_run_from_a_read_only_copy_and_the_content_is_left_as_it_was(service, content, monkeypatch):
+    checks = content / "exercises" / "toy-sum" / "checks"
+    where = service.root_dir.parent / "where.json"
+    monkeypatch.setenv("TOY_WHERE", str(where))
+    (checks / "conftest.py").write_text(
+        "import json, os, stat\nfrom pathlib import Path\n\n"
+        "here = Path(__file__).resolve()\n"
+        "Path(os.environ['TOY_WHERE']).write_text(json.dumps({'file': str(here), 'cwd': os.getcwd(),\n"
+        "    'file_mode': stat.S_IMODE(here.stat().st_mode), 'dir_mode': stat.S_IMODE(here.parent.stat().st_mode)}))\n"
+    )
+    before = sorted(p.relative_to(content) for p in content.rglob("*"))
+    attempt = check(service, folder=TOY / "solution")
+    assert attempt.completed
+    seen = json.loads(where.read_text())
+    control = Path(seen["file"]).parents[1]
+    assert control.parent == service.scratch_root.resolve() and control.name.startswith(f".{attempt.id}-")
+    assert seen["cwd"] == str(control)  # not the scratch folder, where a learner program may write
+    assert (seen["file_mode"], seen["dir_mode"]) == (0o400, 0o500)
+    assert sorted(p.relative_to(content) for p in content.rglob("*")) == before  # no __pycache__, nothing planted
+    assert not control.exists()
 
 
 def test_refusals(service):

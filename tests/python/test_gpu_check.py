@@ -80,7 +80,7 @@ def test_rehearsal_cpu_parts(rehearsal):
     assert "test_kernels_gpu.py" in steps["tests"]["details"]["files"] and steps["tests"]["details"]["collected"] >= 4
     kernels = steps["kernels"]["details"]
     assert kernels["sgemm_compile"]["ok"] and kernels["sgemm_compile"]["shared_bytes"] == 8192
-    assert kernels["runs"]["vector_add"]["status"] == "not_run"
+    assert kernels["runs"]["vector_add"]["status"] == "passed"  # in the CPU emulator
     assert kernels["runs"]["numba_block_sum"]["status"] == "passed"
     assert steps["labs"]["details"]["parameter_problems"] == []
     assert steps["profile"]["details"]["events"] > 0

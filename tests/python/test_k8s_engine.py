@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpudojo.paths import material_root
 from gpudojo.runfolder import RunFolder
@@ -101,6 +103,79 @@ def test_yaml_reads_back_as_the_documents_it_was_written_from(tmp_path):
     for flavor in FLAVORS:
         for m in manifests(flavor, shape, code_files(ctx.entry, LAB03)):
             assert yaml.safe_load(m.yaml()) == m.doc, (flavor, m.kind)
+
+
+# Script arguments that YAML reads as something else unless they are written with care: "="
+# alone (YAML 1.1's value key, which safe_load cannot construct), a mapping, a list item, a
+# comment, an astral character (JSON's surrogate pair reads back as two lone surrogates), and
+# words that read as null, numbers and booleans.
+TRICKY_ARGS = ["a=b", "=", "key: value", "- x", "#c", "\U0001f600", "", "null", "1e3", "true", "a\nb", "\x7f\x85\u2028"]
+
+
+def lists_ending_with(doc, tail: list[str]) -> list[list]:
+    """Every list in ``doc`` (at any depth) whose last items are ``tail``."""
+    found, stack = [], [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            if node[-len(tail) :] == tail:
+                found.append(node)
+            stack.extend(node)
+    return found
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_script_arguments_read_back_from_the_manifest_file_as_given(tmp_path, flavor):
+    # Finding (issue 22, 5): "=" made YAML that yaml.safe_load could not read, and U+1F600 came
+    # back as two lone surrogates.
+    ctx = context(tmp_path, args=["--note", *TRICKY_ARGS])
+    files = KubernetesEngine().generate(ctx, where(flavor, nodes=2))
+    out = tmp_path / "out"
+    out.mkdir()
+    for f in files:
+        (out / f.name).write_text(f.content, encoding="utf-8")
+    docs = [d for f in files if f.name.endswith(".yaml") for d in yaml.safe_load_all((out / f.name).read_bytes()) if d]
+    assert validate_manifests(docs) == []
+    assert lists_ending_with(docs[-1], ["--note", *TRICKY_ARGS]), json.dumps(docs[-1])[:2000]
+
+
+def test_a_script_whose_name_no_configmap_key_can_hold_is_mounted_under_its_own_name(tmp_path):
+    folder = tmp_path / "my dir"
+    folder.mkdir()
+    entry = folder / "my script (1).py"
+    entry.write_text("print('hi')\n")
+    ctx = context(tmp_path)
+    ctx.entry, ctx.lab_folder, ctx.lab_id = entry, None, None
+    docs = documents(KubernetesEngine().generate(ctx, where("job")))
+    assert validate_manifests(docs) == []
+    configmap, job = docs[0], docs[-1]
+    (item,) = [
+        i
+        for v in job["spec"]["template"]["spec"]["volumes"]
+        if "configMap" in v
+        for i in v["configMap"]["items"]
+        if i["path"] == entry.name
+    ]
+    assert configmap["data"][item["key"]] == "print('hi')\n"
+    assert any(word.endswith(f"/{entry.name}") for word in json.dumps(job).split('"'))
+
+
+# Any text at all (lone surrogates included), and short text made of what YAML reads specially.
+ANY_TEXT = st.text(st.characters(exclude_categories=())) | st.text(
+    alphabet=" -?:,[]{}#&*!|>'\"%@`=~<\n\r\t\\.0123456789eExo+_yYnNtTrufalsL\x85\u2028\ufeff", max_size=8
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(ANY_TEXT, ANY_TEXT)
+def test_any_text_reads_back_as_itself(key, value):
+    from gpudojo.runs.engines.k8s_yaml import dump
+
+    doc = {"k": value, "l": [value, {"m": value}], key or "z": [key]}
+    text = dump(doc, {("k",): "a comment"})
+    assert yaml.safe_load(text.encode("utf-8")) == doc
 
 
 def test_a_broken_manifest_is_caught_with_the_path_of_its_bad_field(tmp_path):

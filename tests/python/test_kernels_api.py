@@ -95,17 +95,34 @@ async def test_run_numba_in_the_simulator_through_rest(jp_fetch):
     assert (code, error["code"]) == (400, "too_many_threads")
 
 
-async def test_cuda_c_run_without_a_gpu_returns_the_compile_report(jp_fetch):
+async def test_cuda_c_run_without_a_gpu_runs_in_the_cpu_emulator(jp_fetch):
     body = {
         "source": SAXPY_REDUCE,
         "kernel": "saxpy",
         "grid": [1],
         "block": [128],
-        "args": [{"kind": "scalar", "name": "a", "dtype": "float32", "value": 2.0}],
+        "args": [
+            {"kind": "scalar", "name": "a", "dtype": "float32", "value": 2.0},
+            {"kind": "array", "name": "x", "shape": [128], "init": "arange"},
+            {"kind": "array", "name": "y", "shape": [128], "init": "ones", "output": True},
+            {"kind": "scalar", "name": "n", "dtype": "int32", "value": 128},
+        ],
     }
     doc = await _post(jp_fetch, "run", body=body)
-    assert doc["status"] == "not_run" and doc["mode"] == "none"
-    assert doc["compile"]["ok"] is True and "no GPU" in doc["mode_note"]
+    assert doc["status"] == "ran" and doc["mode"] == "cpu-emulation"
+    assert doc["checks"][0]["preview"][:3] == [1.0, 3.0, 5.0]
+    assert doc["compile"]["ok"] is True and doc["mode_note"].startswith("CPU emulation: results are exact")
+    assert doc["emulator"]["compiler"].startswith("g++")
+    crash = {
+        **body,
+        "source": 'extern "C" __global__ void crash(float* out) { float* p = nullptr; p[threadIdx.x] = out[0]; }',
+        "kernel": "crash",
+        "args": [{"kind": "array", "name": "out", "shape": [4], "output": True}],
+    }
+    doc = await _post(jp_fetch, "run", body=crash)
+    assert doc["status"] == "error" and doc["error"]["kind"] == "illegal_address" and doc["error"]["line"] == 1
+    doc = await _post(jp_fetch, "run", body=body)  # the server is still answering
+    assert doc["status"] == "ran"
 
 
 @pytest.mark.parametrize("read_only", [True])

@@ -116,7 +116,7 @@ def test_cli_run_in_the_simulator_and_bad_specs(tmp_path):
         env_dir=tmp_path,
     )
     assert bad.returncode == 2 and "values:float32" in bad.stderr
-    c_only = gpudojo(
+    emulated = gpudojo(
         "kernel",
         "run",
         str(DATA / "saxpy_reduce.cu"),
@@ -128,9 +128,12 @@ def test_cli_run_in_the_simulator_and_bad_specs(tmp_path):
         "32",
         "--args",
         "a:float32=1 x:float32[32]=ones y:float32[32]=ones:out n:int32=32",
+        "--expect",
+        "y=a*x+y",
         env_dir=tmp_path,
     )
-    assert c_only.returncode == 3 and "Compiled, not run: no GPU" in c_only.stdout
+    assert emulated.returncode == 0 and "PASSED - CPU emulation" in emulated.stdout
+    assert "times are not a GPU's" in emulated.stdout and "emulator: g++" in emulated.stdout
 
 
 def test_cuda_magic_in_ipython(isolated_data):

@@ -11,7 +11,7 @@ from conftest import RECORDINGS
 from fake_nvml import h100_pair
 from gpudojo.gpu.nvml_backend import GpuUnavailable, NvmlBackend
 from gpudojo.gpu.probe import GpuProbe
-from gpudojo.gpu.replay import ReplayBackend, record
+from gpudojo.gpu.replay import ReplayBackend, load_recording, record
 
 
 @pytest.mark.parametrize(("name", "count"), [("1gpu-rtx4090", 1), ("2gpu-h100-nvlink", 2), ("8gpu-a100-mig", 8)])
@@ -84,3 +84,47 @@ def test_missing_recording_is_a_reason_not_a_crash(tmp_path):
     probe = GpuProbe(ReplayBackend(tmp_path / "nope.jsonl"))
     d = probe.devices()
     assert not d.available and "Cannot read GPU recording" in d.reason
+
+
+@pytest.mark.parametrize("name", ["1gpu-rtx4090", "2gpu-h100-nvlink", "8gpu-a100-mig"])
+def test_stand_in_recordings_say_they_are_synthetic(name):
+    header = json.loads((RECORDINGS / f"{name}.jsonl").read_text().splitlines()[0])
+    assert header["recording"]["synthetic"] is True and "Synthetic" in header["recording"]["note"]
+    d = GpuProbe(ReplayBackend(RECORDINGS / f"{name}.jsonl")).devices()
+    assert d.recording is not None and d.recording.synthetic
+    assert d.recording.rate_hz == 2.0 and d.recording.duration_s and d.recording.duration_s >= 45
+
+
+def test_stand_ins_show_a_training_run_not_a_sine_wave():
+    _, samples = load_recording(RECORDINGS / "2gpu-h100-nvlink.jsonl")
+    mem = [s[0].memory_used_bytes / 2**30 for s in samples]
+    util = [s[0].utilization_gpu_pct for s in samples]
+    assert mem[0] < 1 and max(mem) > 50  # loads, then holds its memory
+    plateau = [m for m in mem if abs(m - max(mem)) < 0.2]
+    assert len(plateau) > len(mem) / 2
+    assert sum(u < 60 for u in util[len(util) // 3 :]) >= 10  # eval pause, stalls, checkpoint
+    assert sum(u > 90 for u in util) > len(util) / 3
+
+
+def test_paced_replay_plays_at_the_recordings_speed_and_says_where_it_is():
+    now = [100.0]
+    replay = ReplayBackend(RECORDINGS / "2gpu-h100-nvlink.jsonl", paced=True, clock=lambda: now[0])
+    cycle = replay.inventory().recording.cycle_s
+    assert cycle == 60.0  # 120 samples at 2 Hz
+    first = replay.sample()
+    assert replay.position_s == 0.0
+    now[0] += 0.25
+    assert replay.sample() == first and replay.position_s == 0.0  # a 4 Hz reader sees each sample twice
+    now[0] += 0.3
+    replay.sample()
+    assert replay.position_s == 0.5
+    now[0] += cycle  # one pass later: the recording time keeps increasing
+    replay.sample()
+    assert replay.position_s == cycle + 0.5
+
+
+def test_replayed_telemetry_carries_recording_time():
+    probe = GpuProbe(ReplayBackend(RECORDINGS / "1gpu-rtx4090.jsonl"))
+    times = [probe.telemetry_sample().recording_t for _ in range(3)]
+    assert times == [0.0, 0.5, 1.0]
+    assert probe.devices().recording_t == 1.5

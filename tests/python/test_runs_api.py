@@ -134,6 +134,23 @@ async def test_bad_parameters_are_400s_naming_the_field(jp_fetch):
     assert status == 403 and error["code"] == "outside_root"
 
 
+async def test_nan_and_infinite_parameters_are_400s_naming_the_parameter(jp_fetch):
+    # Finding (issue 22, 5): JSON's NaN passed a float parameter's bounds (NaN compares false with
+    # both), and Infinity for an int parameter was a 500.
+    for name in ("lr", "steps"):
+        for value in ("NaN", "Infinity", "-Infinity"):
+            body = f'{{"kind": "lab", "lab": "lab-test-ddp", "params": {{"{name}": {value}}}}}'
+            with pytest.raises(HTTPClientError) as info:
+                await jp_fetch("gpudojo", "api", "runs", method="POST", body=body)
+            error = json.loads(info.value.response.body)["error"]
+            assert info.value.code == 400, error
+            assert error["detail"] == [{"param": name, "message": f"expected a finite number, got {float(value)!r}"}]
+    sweep = '{"kind": "lab", "lab": "lab-test-ddp", "sweep": {"param": "lr", "values": [0.1, NaN]}}'
+    status, error = await error_of(jp_fetch("gpudojo", "api", "runs", method="POST", body=sweep))
+    assert status == 400 and error["detail"][0]["param"] == "lr"
+    assert (await get(jp_fetch, lab="lab-test-ddp"))["runs"] == []
+
+
 async def test_cancel_through_rest(jp_fetch, jp_ws_fetch):
     code, doc = await post(jp_fetch, body={"kind": "lab", "lab": "lab-test-ddp", "params": {"sleep_s": 120}})
     run_id = doc["runs"][0]["id"]

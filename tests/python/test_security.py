@@ -19,6 +19,7 @@ import re
 import time
 import tracemalloc
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 import psutil
 import pytest
@@ -49,6 +50,7 @@ EXECUTE_ROUTES = {
 # A value for each path parameter of the routes, so that every pattern names a real path.
 PATH_VALUES = {
     "lesson_id": "gpu-intro",
+    "lab_id": "lab-01-cuda-hello",
     "exercise_id": "cuda-kernel",
     "run_id": RUN_ID,
     "group": "sweep-0123456789",
@@ -442,6 +444,50 @@ async def test_run_files_symlinked_out_of_their_run_folder_are_refused(
     listing = "captures" if service == "memory" else "traces"
     listed = json.loads((await api(jp_fetch, "GET", f"{service}/{listing}?run={RUN_ID}")).body)
     assert not listed[listing]
+
+
+@pytest.mark.parametrize(
+    ("service", "arg", "folder", "name"),
+    [("memory", "capture", "memory", "rank0.pickle"), ("profile", "trace", "profile", "rank0.trace.json")],
+)
+async def test_a_run_folder_swapped_for_a_link_serves_nothing_from_elsewhere(
+    jp_fetch, jp_serverapp, tmp_path, service, arg, folder, name
+):
+    # Finding (issue 22, 5): the link check was on the file name only, so a run's folder (or the
+    # folder of its files) replaced by a link to another folder had that folder's files served.
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / folder).mkdir(parents=True)
+    (elsewhere / folder / name).write_bytes(b"not for the API")
+    runs = Path(jp_serverapp.config.GPUDojo.data_dir) / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    (runs / RUN_ID).symlink_to(elsewhere)
+    other = "20261202-120000-fedcba"
+    (runs / other).mkdir()
+    (runs / other / folder).symlink_to(elsewhere / folder)
+    for run in (RUN_ID, other):
+        status, body = await status_of(api(jp_fetch, "GET", f"{service}/raw?{arg}=run:{run}:{name}"))
+        assert (status, body["error"]["code"]) == (403, "outside_run"), run
+        assert "not for the API" not in json.dumps(body)
+        listing = "captures" if service == "memory" else "traces"
+        listed = json.loads((await api(jp_fetch, "GET", f"{service}/{listing}?run={run}")).body)
+        assert not listed[listing], run
+
+
+@pytest.mark.parametrize(("service", "arg"), [("memory", "capture"), ("profile", "trace")])
+async def test_raw_download_of_a_file_whose_name_is_not_latin1_names_it_in_utf8(jp_fetch, jp_root_dir, service, arg):
+    # Finding (issue 22, 5): "fullwidth\uff0e\uff0e.json" (two fullwidth full stops) was a 500:
+    # HTTP headers are Latin-1, and the name went into Content-Disposition as it was.
+    for name, fallback in [
+        ("fullwidth\uff0e\uff0e.json", "fullwidth__.json"),
+        ('say "hi"\\.json', "say _hi__.json"),
+        ("caf\u00e9 \U0001f600.json", "caf_ _.json"),
+    ]:
+        (jp_root_dir / name).write_bytes(b'{"traceEvents": []}')
+        r = await api(jp_fetch, "GET", f"{service}/raw?{arg}=file:{name}")
+        assert r.code == 200 and r.body == b'{"traceEvents": []}'
+        disposition = r.headers["Content-Disposition"]
+        assert disposition == f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name.encode())}"
+        assert unquote(disposition.split("UTF-8''")[1]) == name
 
 
 async def test_course_ids_never_name_files(jp_fetch):

@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 import slurm_cluster as one_host
-from gpudojo.errors import Unavailable
+from gpudojo.errors import Invalid, Unavailable
 from gpudojo.runfolder import RunFolder
 from gpudojo.runs.engines.base import EngineContext, read_engine_state, start_follower
 from gpudojo.runs.engines.slurm import SCRIPT_FILE, SlurmEngine
@@ -99,10 +99,12 @@ def test_one_node_cpu_script_asks_for_one_torchrun_agent_and_its_cores(tmp_path)
         "--ntasks-per-node=1",
         "--cpus-per-task=2",
         "--time=1:30:00",
-        f"--chdir={LAB03}",
         f"--output={folder}/slurm-%j.out",
         f"--error={folder}/slurm-%j.err",
     ]
+    # The job works in the script's folder, as a run on this machine does.
+    assert "\nset -euo pipefail\n\n# The working folder of the job, as for a run on this machine" in script
+    assert f"\ncd -- {LAB03}\n" in script
     assert srun_words(script) == [
         "srun",
         "--nodes=$SLURM_NNODES",
@@ -136,7 +138,7 @@ def test_one_node_cpu_script_asks_for_one_torchrun_agent_and_its_cores(tmp_path)
     assert f"export GPUDOJO_RUN_ID={RUN_ID}\n" in script and f"export GPUDOJO_RUN_DIR={folder}\n" in script
     assert "export TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE='[default${rank}]:'\n" in script
     assert "SECRET_OF_THE_SERVER" not in script
-    assert 'head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)' in script
+    assert 'head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)' in script
     # Every #SBATCH line is explained, and the shared filesystem is said.
     lines = script.splitlines()
     assert all(lines[i - 1].startswith("# ") for i, ln in enumerate(lines) if ln.startswith("#SBATCH"))
@@ -215,6 +217,119 @@ def test_script_expands_the_rendezvous_but_keeps_arguments_literal(tmp_path):
     assert not (tmp_path / "pwned").exists()
 
 
+def run_with_stand_ins(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """bash runs ``script`` from tmp_path/cwd with stand-ins for srun (which records its argv and
+    its working folder) and scontrol; the record is tmp_path/srun.json."""
+    shims = tmp_path / "bin"
+    shims.mkdir(exist_ok=True)
+    (shims / "srun").write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        f"json.dump({{'argv': sys.argv[1:], 'cwd': os.getcwd()}}, open({str(tmp_path / 'srun.json')!r}, 'w'))\n"
+    )
+    (shims / "scontrol").write_text("#!/bin/sh\necho node-a\n")
+    for shim in shims.iterdir():
+        shim.chmod(0o755)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir(exist_ok=True)
+    path = tmp_path / "job.sbatch"
+    path.write_text(script)
+    env = {
+        "PATH": f"{shims}:{os.environ['PATH']}",
+        "SLURM_JOB_NODELIST": "node-a",
+        "SLURM_NNODES": "1",
+        "SLURM_JOB_ID": "7",
+        "SLURM_CPUS_PER_TASK": "2",
+    }
+    return subprocess.run(["bash", str(path)], env=env, cwd=cwd, capture_output=True, text=True, timeout=30)
+
+
+def preamble(script: str) -> str:
+    """The script's lines before ``set -euo pipefail``: what bash runs before it stops at errors."""
+    return script[: script.index("\nset -euo pipefail\n")] + "\n"
+
+
+@pytest.mark.parametrize(
+    "folder_name",
+    ["my dir", 'it\'s "q" #1 $HOME `id` %j hetjob', "my dir\ntouch pwned\n", "tab\there\r\x7fdel"],
+)
+def test_a_script_in_an_oddly_named_folder_runs_there_and_its_header_runs_nothing(tmp_path, folder_name):
+    # Finding (issue 22, 2): a folder "my dir\ntouch X\n" put shell lines into the header comment
+    # and after an unquoted #SBATCH --chdir; running the script created X before `set -euo
+    # pipefail`. The API refuses such paths (test_engines_api); the script is safe regardless.
+    scripts = tmp_path / folder_name
+    scripts.mkdir()
+    entry = scripts / "train.py"
+    entry.write_text("print('hi')\n")
+    ctx = context(tmp_path / "run", entry, ["--x", "a\nb"])
+    ctx.title = f"{folder_name}/train.py"
+    script = script_of(ctx, SlurmWhere(engine="slurm"))
+    bash_syntax_ok(script, tmp_path)
+    # The header is comments and #SBATCH lines only: running it creates nothing.
+    head = preamble(script)
+    assert all(line.startswith("#") or not line for line in head.splitlines()), head
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    done = subprocess.run(["bash", "-c", head], cwd=cwd, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and list(cwd.iterdir()) == [], done.stderr
+    # The whole script works in the script's folder and hands the entry to torchrun as it is.
+    done = run_with_stand_ins(script, tmp_path)
+    assert done.returncode == 0, done.stderr
+    got = json.loads((tmp_path / "srun.json").read_text())
+    assert got["cwd"] == str(scripts) and got["argv"][-3:] == [str(entry), "--x", "a\nb"]
+    assert list(cwd.iterdir()) == [] and not (scripts / "pwned").exists()
+
+
+def sbatch_reads(line: str) -> list[str]:
+    """The words of one #SBATCH line as sbatch reads them (src/sbatch/opt.c, _get_argument):
+    whitespace ends a word unless quoted, "..." or '...' group, a backslash escapes the next
+    character anywhere, an unquoted # ends the line."""
+    words: list[str] = []
+    word: list[str] | None = None
+    quote, i = "", 0
+    while i < len(line):
+        c = line[i]
+        if c == "\\" and i + 1 < len(line):
+            word = (word or []) + [line[i + 1]]
+            i += 2
+            continue
+        if quote:
+            if c == quote:
+                quote = ""
+            else:
+                word = (word or []) + [c]
+        elif c in "\"'":
+            quote, word = c, word or []
+        elif c == "#":
+            break
+        elif c.isspace():
+            if word is not None:
+                words.append("".join(word))
+            word = None
+        else:
+            word = (word or []) + [c]
+        i += 1
+    assert not quote, f"sbatch would stop at an unmatched quote: {line}"
+    return [*words, "".join(word)] if word is not None else words
+
+
+def test_sbatch_options_with_spaces_quotes_and_hashes_read_back_as_the_path(tmp_path):
+    folder = tmp_path / "run dir 'q' \"d\" #1 100%"
+    ctx = context(folder, LAB03 / "train_ddp.py", [])
+    script = script_of(ctx, SlurmWhere(engine="slurm"))
+    read = [sbatch_reads(line) for line in sbatch_lines(script)]
+    assert ["--output=" + str(folder).replace("%", "%%") + "/slurm-%j.out"] in read, read
+    assert ["--error=" + str(folder).replace("%", "%%") + "/slurm-%j.err"] in read, read
+    bash_syntax_ok(script, tmp_path)
+
+
+@pytest.mark.parametrize("folder_name", ["run\nx", "HetJob-data"])
+def test_a_run_folder_no_sbatch_line_can_carry_is_refused_with_the_reason(tmp_path, folder_name):
+    ctx = context(tmp_path / folder_name, LAB03 / "train_ddp.py", [])
+    with pytest.raises(Invalid, match="--output") as info:
+        script_of(ctx, SlurmWhere(engine="slurm"))
+    assert "newline" in info.value.message or "hetjob" in info.value.message
+
+
 def test_follower_command_uses_the_server_interpreter_and_the_run_folder(tmp_path):
     folder = tmp_path / "run"
     ctx = context(folder, LAB03 / "train_ddp.py", [])
@@ -238,7 +353,7 @@ def test_unavailable_without_slurm_client_tools(tmp_path, monkeypatch):
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    ok, reason = SlurmEngine().availability()
+    ok, reason, _ = SlurmEngine().availability()
     assert not ok
     assert reason == "sbatch not found: install Slurm's client tools (Debian: slurm-client)"
 
@@ -248,23 +363,36 @@ def test_unavailable_when_slurm_conf_points_nowhere_and_says_so_quickly(tmp_path
         pytest.skip("Slurm's client tools are not installed")
     monkeypatch.setenv("SLURM_CONF", str(tmp_path / "no-such-slurm.conf"))
     start = time.monotonic()
-    ok, reason = SlurmEngine().availability()
+    ok, reason, _ = SlurmEngine().availability()
     assert not ok and "no-such-slurm.conf is not a file" in reason
     assert time.monotonic() - start < 2
 
 
-def test_unavailable_without_any_slurm_configuration(monkeypatch):
-    if any(not shutil.which(t) for t in ("sbatch", "squeue", "scontrol", "scancel")):
-        pytest.skip("Slurm's client tools are not installed")
-    if Path("/etc/slurm/slurm.conf").exists():
-        pytest.skip("this machine has a Slurm configuration of its own")
+def test_without_any_slurm_configuration_no_tool_runs_and_the_reason_is_one_sentence(tmp_path, monkeypatch):
+    # Finding (issue 22, 6): with the tools and no configuration, scontrol ping asked DNS for
+    # _slurmctld._tcp SRV records on every GET runs/engines; its multi-line error was the reason.
+    from gpudojo.runs.engines import slurm
+
+    tools, called = one_host.recording_tools(tmp_path)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
     monkeypatch.delenv("SLURM_CONF", raising=False)
-    ok, reason = SlurmEngine().availability()
-    assert not ok and reason.startswith("scontrol ping:") and "configuration" in reason, reason
+    monkeypatch.delenv("SLURM_CONF_SERVER", raising=False)
+    monkeypatch.setattr(
+        slurm, "DEFAULT_CONF_FILES", (tmp_path / "etc-slurm.conf", tmp_path / "run-slurm.conf"), raising=False
+    )
+    ok, reason, detail = SlurmEngine().availability()
+    assert not ok and not called.exists()
+    assert reason == "No Slurm configuration on this machine: set SLURM_CONF to the cluster's slurm.conf."
+    assert "etc-slurm.conf" in detail and "SLURM_CONF_SERVER" in detail
+    # Any of the places Slurm's tools read is a configuration: then the controller is asked.
+    (tmp_path / "run-slurm.conf").write_text("ClusterName=x\n")
+    ok, reason, _ = SlurmEngine().availability()
+    assert ok and reason == "scontrol ping: Slurmctld(primary) at fake-head is UP"
+    assert called.read_text() == "scontrol ping\n"
 
 
 def test_available_with_a_cluster_and_not_when_its_controller_is_down(slurm, tmp_path, monkeypatch):
-    ok, reason = SlurmEngine().availability()
+    ok, reason, _ = SlurmEngine().availability()
     assert ok, reason
     assert "is UP" in reason
     # The same cluster's configuration with the controller on a port nobody listens on.
@@ -275,8 +403,9 @@ def test_available_with_a_cluster_and_not_when_its_controller_is_down(slurm, tmp
     dead.write_text("\n".join(lines) + "\n")
     monkeypatch.setenv("SLURM_CONF", str(dead))
     start = time.monotonic()
-    ok, reason = SlurmEngine().availability()
+    ok, reason, detail = SlurmEngine().availability()
     assert not ok and "scontrol ping" in reason, reason
+    assert "\n" not in reason and detail, detail
     assert time.monotonic() - start < 2
 
 
@@ -300,11 +429,13 @@ def follow(folder: Path, *extra: str, timeout: float = 90) -> tuple[int, str, st
     return proc.returncode, out.decode(), err.decode()
 
 
-def prepare(tmp_path: Path, body: str, where: SlurmWhere, nproc: int = 2) -> Path:
-    """A run folder with a tiny entry script and the engine's batch script for it."""
-    folder = tmp_path / "run"
+def prepare(tmp_path: Path, body: str, where: SlurmWhere, nproc: int = 2, run: str = "run", scripts: str = "") -> Path:
+    """A run folder (tmp_path/run) with a tiny entry script (in tmp_path/scripts) and the
+    engine's batch script for it."""
+    folder = tmp_path / run
     (folder / "artifacts").mkdir(parents=True)
-    entry = tmp_path / "tiny.py"
+    entry = tmp_path / scripts / "tiny.py"
+    entry.parent.mkdir(parents=True, exist_ok=True)
     entry.write_text(textwrap.dedent(body))
     ctx = context(folder, entry, ["--greeting", "hello there"], nproc=nproc)
     (folder / "artifacts" / SCRIPT_FILE).write_text(script_of(ctx, where))
@@ -342,6 +473,19 @@ def test_follower_submits_a_job_and_follows_it_to_success(slurm, tmp_path):
     assert 0 <= state["queued_s"] < 10
     # Per-node output files, in the run folder as the script says.
     assert (folder / f"slurm-{job_id}-node0.out").is_file() and (folder / f"slurm-{job_id}.out").is_file()
+
+
+def test_a_job_in_folders_with_spaces_quotes_and_hashes_runs_there_and_writes_where_it_says(slurm, tmp_path):
+    """sbatch itself reads the quoted --output and --error (spaces, quotes, "#", "%"), and the job
+    works in the script's folder, whatever its name."""
+    body = TINY.replace("import os, sys", "import os, sys\n    print('cwd', os.getcwd(), flush=True)")
+    scripts = 'my scripts "q" it\'s #2 $HOME'
+    folder = prepare(tmp_path, body, SlurmWhere(engine="slurm"), nproc=1, run="run dir 'r' #1 50%", scripts=scripts)
+    code, out, err = follow(folder)
+    assert code == 0, out + err
+    assert f"[default0]:cwd {tmp_path / scripts}" in out.splitlines(), out
+    job_id = out.splitlines()[0].removeprefix("gpudojo: submitted Slurm job ").split()[0]
+    assert (folder / f"slurm-{job_id}.out").is_file() and (folder / f"slurm-{job_id}-node0.out").is_file()
 
 
 def test_follower_exits_with_the_jobs_failure(slurm, tmp_path, monkeypatch):

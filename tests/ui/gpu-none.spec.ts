@@ -8,7 +8,11 @@ test('with no GPU the sidebar says why and the host charts still stream', async 
   await openLab(page);
   const panel = await openSidebar(page);
   await expect(panel.locator('.gpudojo-mode-badge')).toContainText('No GPU');
+  // One line; why, and what still works, behind it.
   const message = panel.locator('.gpudojo-no-gpu');
+  await expect(message).toBeHidden();
+  await panel.locator('.gpudojo-no-gpu-details summary').click();
+  await expect(message).toBeVisible();
   await expect(message).toContainText('No NVIDIA driver found');
   await expect(message).toContainText('Host metrics still stream.');
   await expect(panel.locator('.gpudojo-gpu-card')).toHaveCount(0);

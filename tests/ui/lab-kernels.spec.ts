@@ -15,8 +15,9 @@ test("a learner opens lab 1's kernels from the course, sees the first compiled, 
   await expect(labItem).toHaveClass(/gpudojo-mod-clickable/);
   await expect(labItem).toHaveAttribute('role', 'button');
 
-  // The lab opens its own playground tab, with the lab's first example loaded.
-  await labItem.click();
+  // The lab's Kernels button opens its own playground tab, with the lab's first example loaded
+  // (the row itself opens the lab's README).
+  await labItem.locator('.gpudojo-open-kernels').click();
   const playground = page.locator(`#${PLAYGROUND_ID}`);
   await expect(playground.locator('.gpudojo-playground')).toBeVisible();
   // The main area's tab (not the playground's own output tabs).
@@ -71,18 +72,19 @@ test("a learner opens lab 1's kernels from the course, sees the first compiled, 
   await expect(editor).not.toContainText('# my note');
   await expect(run.locator('.gpudojo-run-grid')).toHaveValue('16');
 
-  // Opening the lab again reveals the same tab as it is.
-  await labItem.click();
+  // Opening the lab's kernels again reveals the same tab as it is.
+  await labItem.locator('.gpudojo-open-kernels').click();
   await expect(tabs).toHaveCount(1);
   await expect(tabs).toHaveClass(/lm-mod-current/);
   await expect(run.locator('.gpudojo-run-grid')).toHaveValue('16');
 
-  // A lesson's Related link to the lab opens the same playground.
+  // A lesson's Related link to the lab opens its README, and from there the same playground.
   await panel.locator('#gpudojo-course-section .gpudojo-course-item[data-id="gpu-intro"]').click();
   const related = page.locator(`#gpudojo-lesson-gpu-intro .gpudojo-lesson-related li[data-kind="lab"][data-id="${LAB}"] a`);
   await expect(related).toBeVisible();
   await expect(tabs).not.toHaveClass(/lm-mod-current/);
   await related.click();
+  await page.locator(`#gpudojo-lab-readme-${LAB} .gpudojo-open-kernels`).click();
   await expect(tabs).toHaveClass(/lm-mod-current/);
   await expect(tabs).toHaveCount(1);
 

@@ -58,13 +58,25 @@ test('a learner runs the DDP lab on two nodes: the join command, the rendezvous 
   const where = form.locator('.gpudojo-run-where');
   await where.locator('input[type="radio"][data-engine="torchrun-nodes"]').check();
   await expect(where.locator('input[name="where-nnodes"]')).toHaveValue('2');
-  await expect(where.locator('input[name="where-host"]')).toHaveValue('127.0.0.1');
+  // The form proposes an address of this machine that other nodes reach, never loopback.
+  const host = where.locator('input[name="where-host"]');
+  const addresses = (await page.request.get('/gpudojo/api/runs/engines?token=gpudojo-ui-test').then(r => r.json()))
+    .engines.find((e: { name: string }) => e.name === 'torchrun-nodes').addresses as string[];
+  await expect(host).toHaveValue(addresses[0] ?? '127.0.0.1');
+  await expect(where.locator('.gpudojo-run-where-addresses')).toBeVisible();
   // Elastic needs a minimum below the node count.
   await where.locator('input[name="where-min_nodes"]').fill('3');
   await form.locator('.gpudojo-run-start').click();
   await expect(where.locator('.gpudojo-field-error[data-for="where.min_nodes"]')).toHaveText(
     'at most the number of nodes (2)'
   );
+  // This test plays the other machine on this one: loopback, allowed only behind the testing box.
+  await host.fill('127.0.0.1');
+  await form.locator('.gpudojo-run-start').click();
+  await expect(where.locator('.gpudojo-field-error[data-for="where.host"]')).toContainText(
+    'a node on another machine cannot reach it'
+  );
+  await where.locator('input[name="where-same_machine"]').check();
   await where.locator('input[name="where-min_nodes"]').fill('');
   await where.locator('input[name="where-join_timeout_s"]').fill('150');
   await form.locator('input[name="nproc"]').fill('2');

@@ -11,15 +11,19 @@ function port(name: string, fallback: number): number {
 }
 
 /**
- * One JupyterLab per scenario: a replayed 2-GPU node, this machine as it is, and this
- * machine beside a one-host Slurm cluster of its own (start-lab-slurm.sh: the engines' specs).
- * GPUDOJO_UI_PORT_REPLAY, GPUDOJO_UI_PORT_LIVE and GPUDOJO_UI_PORT_SLURM move them off
- * 18891, 18892 and 18993.
+ * One JupyterLab per scenario: a replayed 2-GPU node, a replayed 8-GPU node with MIG, this
+ * machine as it is, and this machine beside a one-host Slurm cluster of its own
+ * (start-lab-slurm.sh: the engines' specs). GPUDOJO_UI_PORT_REPLAY, GPUDOJO_UI_PORT_REPLAY8,
+ * GPUDOJO_UI_PORT_LIVE and GPUDOJO_UI_PORT_SLURM move them off 18891, 18894, 18892 and 18993.
  */
 const servers = {
   replay: {
     port: port('GPUDOJO_UI_PORT_REPLAY', 18891),
     args: `--GPUDojo.gpu_replay_file=${repo}/tests/data/gpu/2gpu-h100-nvlink.jsonl`
+  },
+  replay8: {
+    port: port('GPUDOJO_UI_PORT_REPLAY8', 18894),
+    args: `--GPUDojo.gpu_replay_file=${repo}/tests/data/gpu/8gpu-a100-mig.jsonl`
   },
   live: { port: port('GPUDOJO_UI_PORT_LIVE', 18892), args: '' },
   slurm: { port: port('GPUDOJO_UI_PORT_SLURM', 18993), args: '', script: 'start-lab-slurm.sh' }
@@ -60,8 +64,13 @@ export default defineConfig({
       use: { baseURL: `http://127.0.0.1:${servers.replay.port}` }
     },
     {
+      name: 'replay-8gpu',
+      testMatch: /gpu-replay-8\.spec\.ts/,
+      use: { baseURL: `http://127.0.0.1:${servers.replay8.port}` }
+    },
+    {
       name: 'no-gpu',
-      testMatch: /(gpu-none|course|exercise|profile)\.spec\.ts/,
+      testMatch: /(gpu-none|course|exercise|profile|first-hour)\.spec\.ts/,
       use: { baseURL: `http://127.0.0.1:${servers.live.port}` }
     },
     {

@@ -20,6 +20,7 @@ import type {
   ArchList,
   CaptureList,
   Catalog,
+  LabReadme,
   CompileRequest,
   CompileResult,
   CourseKind,
@@ -118,6 +119,11 @@ export class GpudojoClient {
   /** GET course/catalog: lessons, labs and exercises in order, with this user's progress. */
   getCatalog(): Promise<Catalog> {
     return requestAPI<Catalog>('course/catalog', { method: 'GET' }, this.serverSettings);
+  }
+
+  /** GET course/labs/{id}/readme: the lab's README as markdown (empty when it has none). */
+  getLabReadme(id: string): Promise<LabReadme> {
+    return requestAPI<LabReadme>(`course/labs/${encodeURIComponent(id)}/readme`, { method: 'GET' }, this.serverSettings);
   }
 
   /** GET course/lessons/{id}: the lesson's cells, table of contents, quiz and progress. */

@@ -1,6 +1,7 @@
 /** Parsing of what the telemetry socket receives: one validated message per frame. */
 
 import type {
+  RecordingInfo,
   TelemetryMessage,
   TelemetrySample,
   TelemetryMode
@@ -43,6 +44,7 @@ function checkSample(value: unknown, where: string): TelemetrySample {
   return {
     type: 'sample',
     t: value.t,
+    recording_t: isNumber(value.recording_t) ? value.recording_t : null,
     host: value.host as unknown as TelemetrySample['host'],
     gpus: gpus as TelemetrySample['gpus']
   };
@@ -78,6 +80,7 @@ export function parseTelemetryMessage(data: string): TelemetryMessage {
         rate_hz: value.rate_hz,
         max_hz: value.max_hz,
         mode,
+        recording: isObject(value.recording) ? (value.recording as unknown as RecordingInfo) : null,
         samples: samples.map((s, i) => checkSample(s, `history sample ${i}`))
       };
     }

@@ -761,6 +761,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/gpudojo/api/course/labs/{lab_id}/readme": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A lab's README (markdown), to read before running it */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    lab_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["LabReadme"];
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/gpudojo/api/exercises/{exercise_id}": {
         parameters: {
             query?: never;
@@ -4600,6 +4668,12 @@ export interface components {
              * @default null
              */
             launcher: string | null;
+            /**
+             * Lesson
+             * @description A lab's or exercise's place in the course: the first lesson that names it (None: after all)
+             * @default null
+             */
+            lesson: string | null;
             progress: components["schemas"]["ProgressEntry"];
         };
         /** CategoryTime */
@@ -4943,10 +5017,21 @@ export interface components {
             gpus: components["schemas"]["GpuDevice"][];
             /** @default null */
             topology: components["schemas"]["Topology"] | null;
+            /**
+             * @description Replay only: what the recording is
+             * @default null
+             */
+            recording: components["schemas"]["RecordingInfo"] | null;
             host: components["schemas"]["HostFacts"];
             host_sample: components["schemas"]["HostSample"];
             /** T */
             t: number;
+            /**
+             * Recording T
+             * @description Replay only: as in TelemetrySample (s)
+             * @default null
+             */
+            recording_t: number | null;
         };
         /** Diagnostic */
         Diagnostic: {
@@ -5003,6 +5088,32 @@ export interface components {
             /** Delta Bytes */
             delta_bytes: number;
         };
+        /**
+         * EmulatorInfo
+         * @description How the CPU emulator built and ran a CUDA C kernel (mode cpu-emulation).
+         */
+        EmulatorInfo: {
+            /**
+             * Compiler
+             * @description The host C++ compiler, with its version
+             */
+            compiler: string;
+            /**
+             * Cached
+             * @description The binary came from the kernel cache
+             */
+            cached: boolean;
+            /**
+             * Compile Ms
+             * @description g++ time for this run (0 when cached)
+             */
+            compile_ms: number;
+            /**
+             * Run Ms
+             * @description Wall clock of the emulated launch on the CPU
+             */
+            run_ms: number;
+        };
         /** EngineInfo */
         EngineInfo: {
             /**
@@ -5016,16 +5127,27 @@ export interface components {
             available: boolean;
             /**
              * Reason
-             * @description Why it cannot run here (when not available), or what it found
+             * @description Why it cannot run here (when not available), or what it found: one sentence
              * @default
              */
             reason: string;
+            /**
+             * Detail
+             * @description What lies behind the reason, e.g. what scontrol said (several lines); often empty
+             * @default
+             */
+            detail: string;
             /**
              * Can Generate
              * @description Its artifacts (commands, script, manifests) can be made here
              * @default true
              */
             can_generate: boolean;
+            /**
+             * Addresses
+             * @description torchrun-nodes: this machine's non-loopback IPv4 addresses, where other nodes may reach it
+             */
+            addresses: string[];
         };
         /**
          * EngineList
@@ -5807,6 +5929,21 @@ export interface components {
             lab: string;
             /** Message */
             message: string;
+        };
+        /**
+         * LabReadme
+         * @description GET course/labs/{id}/readme: a lab's README, to render as markdown.
+         */
+        LabReadme: {
+            /** Id */
+            id: string;
+            /** Title */
+            title: string;
+            /**
+             * Markdown
+             * @description labs/<id>/README.md as written (empty when the lab has none)
+             */
+            markdown: string;
         };
         /** LabRunRequest */
         LabRunRequest: {
@@ -6919,6 +7056,42 @@ export interface components {
             /** Results */
             results: components["schemas"]["QuestionResult"][];
         };
+        /**
+         * RecordingInfo
+         * @description What a replayed recording is: measured or synthetic, its rate (Hz) and length (s).
+         */
+        RecordingInfo: {
+            /**
+             * Synthetic
+             * @description True for a generated stand-in, not measured on a GPU
+             * @default false
+             */
+            synthetic: boolean;
+            /**
+             * Note
+             * @description One line on what the recording shows
+             * @default null
+             */
+            note: string | null;
+            /**
+             * Rate Hz
+             * @description Rate the samples were taken at (Hz)
+             * @default null
+             */
+            rate_hz: number | null;
+            /**
+             * Duration S
+             * @description Time from the first sample to the last (s)
+             * @default null
+             */
+            duration_s: number | null;
+            /**
+             * Cycle S
+             * @description One pass of the replay: duration plus one period (s)
+             * @default null
+             */
+            cycle_s: number | null;
+        };
         /** RelatedItem */
         RelatedItem: {
             /**
@@ -7188,7 +7361,7 @@ export interface components {
              * Kind
              * @enum {string}
              */
-            kind: "compile_error" | "launch_error" | "out_of_bounds" | "illegal_address" | "timeout" | "crashed" | "bad_spec" | "check_error" | "exception";
+            kind: "compile_error" | "launch_error" | "out_of_bounds" | "illegal_address" | "timeout" | "crashed" | "bad_spec" | "check_error" | "exception" | "deadlock" | "unsupported";
             /** Message */
             message: string;
             /**
@@ -7278,11 +7451,11 @@ export interface components {
             options?: components["schemas"]["CompileOptions"];
             /**
              * Mode
-             * @description auto: the GPU when there is one, else the simulator (numba) or compile only (CUDA C)
+             * @description auto: the GPU when there is one, else the simulator (numba) or the CPU emulator (CUDA C); cpu-emulation: CUDA C on the CPU even where there is a GPU
              * @default auto
              * @enum {string}
              */
-            mode?: "auto" | "gpu" | "simulator";
+            mode?: "auto" | "gpu" | "simulator" | "cpu-emulation";
         };
         /**
          * RunRequestBody
@@ -7301,7 +7474,7 @@ export interface components {
              * Mode
              * @enum {string}
              */
-            mode: "gpu" | "simulator" | "none";
+            mode: "gpu" | "simulator" | "cpu-emulation" | "none";
             /**
              * Mode Note
              * @description What this mode is and what it cannot show
@@ -7328,6 +7501,11 @@ export interface components {
              * @default null
              */
             compile: components["schemas"]["CompileResult"] | null;
+            /**
+             * @description The CPU emulator's build and run (cpu-emulation)
+             * @default null
+             */
+            emulator: components["schemas"]["EmulatorInfo"] | null;
             /**
              * Wall Ms
              * @default 0
@@ -7419,7 +7597,7 @@ export interface components {
             kind: "script";
             /**
              * Path
-             * @description Relative to the server's root_dir
+             * @description Relative to the server's root_dir; no control characters (newline, tab, ...)
              */
             path: string;
             /**
@@ -7642,6 +7820,11 @@ export interface components {
              * @enum {string}
              */
             mode: "gpu" | "replay" | "cpu";
+            /**
+             * @description Replay only: what the recording is
+             * @default null
+             */
+            recording: components["schemas"]["RecordingInfo"] | null;
             /** Samples */
             samples: components["schemas"]["TelemetrySample"][];
         };
@@ -7661,6 +7844,12 @@ export interface components {
              * @description Unix time of the reading, in seconds
              */
             t: number;
+            /**
+             * Recording T
+             * @description Replay only: recording time of the GPU readings since the replay began, increasing across passes; modulo recording.cycle_s it is the time into the recording (s)
+             * @default null
+             */
+            recording_t: number | null;
             host: components["schemas"]["HostSample"];
             /** Gpus */
             gpus: components["schemas"]["GpuSample"][];

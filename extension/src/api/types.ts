@@ -24,6 +24,8 @@ export type Topology = S['Topology'];
 export type HostFacts = S['HostFacts'];
 export type HostSample = S['HostSample'];
 export type TelemetrySample = S['TelemetrySample'];
+/** What a replayed recording is: synthetic or measured, its rate (Hz) and length (s). */
+export type RecordingInfo = S['RecordingInfo'];
 export type GpuDevice = S['GpuDevice'];
 /** The static facts of a GPU (a device without its current reading). */
 export type GpuFacts = Omit<GpuDevice, 'sample'>;
@@ -65,6 +67,8 @@ export type QuizResult = S['QuizResult'];
 export type LessonDoc = S['LessonDoc'];
 export type QuizAnswers = S['QuizAnswers'];
 export type NotebookCopy = S['NotebookCopy'];
+/** A lab's README, to render as markdown. */
+export type LabReadme = S['LabReadme'];
 /** What every course item has: lessons, labs and exercises alike. */
 export type CourseItemMeta = Omit<CatalogItem, 'progress'>;
 /** What an item's runnable cells need; a CPU path exists for the other two. */

@@ -17,7 +17,8 @@ import {
   isRunning,
   modeLabel,
   outcomeMark,
-  requirementRows
+  requirementRows,
+  sandboxNote
 } from './exerciseModel';
 
 /** The calls the view makes (GpudojoClient satisfies it). */
@@ -110,6 +111,7 @@ export class ExerciseView extends Panel {
     this._actions = h('div', { className: 'gpudojo-exercise-actions' });
     this._message = h('div', { className: 'gpudojo-exercise-message', attrs: { role: 'alert' } });
     this._status = h('p', { className: 'gpudojo-exercise-status', attrs: { role: 'status', 'aria-live': 'polite' } });
+    this._sandbox = h('p', { className: 'gpudojo-exercise-sandbox' });
     this._list = h('ol', { className: 'gpudojo-exercise-requirements', attrs: { 'aria-label': 'Requirements' } });
     this._history = h('section', { className: 'gpudojo-exercise-history' });
     this._add(
@@ -124,6 +126,7 @@ export class ExerciseView extends Panel {
           { className: 'gpudojo-exercise-check' },
           h('h2', { className: 'gpudojo-lesson-label', text: 'Requirements' }),
           this._status,
+          this._sandbox,
           this._list
         ),
         this._history
@@ -193,6 +196,7 @@ export class ExerciseView extends Panel {
     const attempt = doc.current ?? doc.last ?? null;
     this._status!.textContent = checkStatus(attempt, running);
     this._status!.dataset.state = running ? 'running' : attempt ? attempt.status : 'none';
+    this._sandbox!.textContent = sandboxNote(attempt) ?? '';
     const list = this._list!;
     list.textContent = '';
     for (const r of requirementRows(doc)) {
@@ -360,6 +364,7 @@ export class ExerciseView extends Panel {
   private _actions: HTMLElement | null = null;
   private _message: HTMLElement | null = null;
   private _status: HTMLElement | null = null;
+  private _sandbox: HTMLElement | null = null;
   private _list: HTMLElement | null = null;
   private _history: HTMLElement | null = null;
 }

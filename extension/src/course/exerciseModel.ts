@@ -110,6 +110,22 @@ export function checkStatus(attempt: CheckAttempt | null, running: boolean): str
   return attempt.completed ? `${base} Completed.` : base;
 }
 
+/**
+ * What the view says when the learner's code ran outside a sandbox (null when it ran in
+ * one, or for an attempt from before sandboxes).
+ */
+export function sandboxNote(attempt: CheckAttempt | null): string | null {
+  if (!attempt || attempt.sandbox !== 'none') {
+    return null;
+  }
+  const reason = (attempt.sandbox_reason ?? '').trim();
+  return (
+    `Not sandboxed${reason ? `: ${reason}` : ''}. ` +
+    'Your code ran with this account’s rights, able to see the checks and the server; ' +
+    'the result cannot be trusted as much as a sandboxed one.'
+  );
+}
+
 /** An attempt in the history list: "14:02 · CPU variant · 3/4 passed". */
 export function attemptLine(a: AttemptSummary, now: Date = new Date()): string {
   const at = new Date(a.at * 1000);

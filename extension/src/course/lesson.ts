@@ -20,12 +20,13 @@ import type {
 } from '../api/types';
 import { h } from '../dom';
 import { formatMinutes } from './catalog';
+import { QUIZ_PASS_SHARE, quizPassed } from './journey';
 import { CourseCommandIds } from './commands';
 import { expectedOutputLabel } from './expectedOutput';
 import { CourseModel } from './model';
 import { ProductAction, activateProductLinks, markProductLinks } from './productLinks';
 import { QuizView } from './quiz';
-import { openLabKernels, renderNeedsTag } from './section';
+import { renderNeedsTag } from './section';
 import { HeadingInfo, codeFence, locateTocHeadings, mermaidFences } from './toc';
 
 /** The calls a lesson makes (GpudojoClient satisfies it). */
@@ -173,10 +174,41 @@ export class LessonView extends Panel {
           submit: answers => this._options.source.submitQuiz(doc.meta.id, answers),
           // Each attempt is served in its own order: the lesson, fetched again, carries the next.
           nextAttempt: async () => (await this._options.source.getLesson(doc.meta.id)).quiz,
-          graded: () => void this._options.model.noteProgress('lesson', doc.meta.id)
+          graded: result => {
+            this._quizResult = result;
+            this._updateCompleteButton();
+            void this._options.model.noteProgress('lesson', doc.meta.id);
+          }
         })
       );
     }
+    this._quizResult = doc.last_quiz ?? null;
+    this._end = this._renderEnd(doc);
+    this._addNode(this._end);
+    this._updateCompleteButton();
+  }
+
+  /**
+   * Where the learner finishes: after the quiz. Mark complete is offered once the quiz passes
+   * (a lesson without a quiz offers it at once), then the next lesson by its title.
+   */
+  private _renderEnd(doc: LessonDoc): HTMLElement {
+    this._endComplete = h('button', {
+      className: 'jp-Button jp-mod-styled jp-mod-accept gpudojo-mark-complete-end',
+      attrs: { type: 'button' }
+    });
+    this._endComplete.addEventListener('click', () => void this._setStatus('completed'));
+    this._endNote = h('div', { className: 'gpudojo-lesson-end-note' });
+    const next = doc.next
+      ? this._itemLink(doc.next, 'gpudojo-next-lesson-end', `Next lesson: ${doc.next.title}`)
+      : null;
+    next?.setAttribute('data-id', doc.next?.id ?? '');
+    return h(
+      'section',
+      { className: 'gpudojo-lesson-end', attrs: { 'aria-label': 'Finish the lesson' } },
+      this._endNote,
+      h('div', { className: 'gpudojo-lesson-actions' }, this._endComplete, next)
+    );
   }
 
   private _renderHeader(doc: LessonDoc): HTMLElement {
@@ -188,7 +220,7 @@ export class LessonView extends Panel {
       title: 'Copy this lesson into a notebook you can run and edit (an earlier copy is kept)'
     });
     openNotebook.addEventListener('click', () => void this._openNotebook(openNotebook));
-    this._markComplete = h('button', { className: 'jp-Button jp-mod-styled gpudojo-mark-complete' });
+    this._markComplete = h('button', { className: 'jp-Button jp-mod-styled jp-mod-minimal gpudojo-mark-complete' });
     this._markComplete.addEventListener('click', () => void this._setStatus('completed'));
     this._actionError = h('div', { className: 'gpudojo-lesson-action-error', attrs: { role: 'alert' } });
     this._updateCompleteButton();
@@ -345,8 +377,13 @@ export class LessonView extends Panel {
         title: 'Open the exercise'
       };
     }
-    if (item.kind === 'lab' && model.hasKernelExamples(item.id)) {
-      return { open: () => openLabKernels(commands, item), title: 'Open this lab’s kernels in the Kernel Playground' };
+    if (item.kind === 'lab') {
+      return {
+        open: () => void commands.execute(CourseCommandIds.openLabReadme, { id: item.id }),
+        title: model.hasKernelExamples(item.id)
+          ? 'Read the lab (its kernels open in the Kernel Playground from there)'
+          : 'Read the lab'
+      };
     }
     return null;
   }
@@ -446,15 +483,33 @@ export class LessonView extends Panel {
   }
 
   private _updateCompleteButton(): void {
-    const button = this._markComplete;
-    if (!button) {
-      return;
-    }
     const done = this._status === 'completed';
-    button.textContent = done ? 'Completed ✓' : 'Mark complete';
-    button.disabled = done;
-    button.dataset.status = this._status;
-    button.title = done ? 'You completed this lesson' : 'Mark this lesson as completed';
+    for (const button of [this._markComplete, this._endComplete]) {
+      if (!button) {
+        continue;
+      }
+      button.textContent = done ? 'Completed ✓' : 'Mark complete';
+      button.disabled = done;
+      button.dataset.status = this._status;
+      button.title = done ? 'You completed this lesson' : 'Mark this lesson as completed';
+    }
+    const end = this._end;
+    if (end && this._endComplete && this._endNote) {
+      const hasQuiz = !!this._doc?.quiz.length;
+      const offered = done || !hasQuiz || quizPassed(this._quizResult);
+      end.dataset.offered = String(offered);
+      this._endComplete.hidden = !offered;
+      const result = this._quizResult;
+      this._endNote.textContent = done
+        ? 'You completed this lesson.'
+        : offered
+          ? hasQuiz && result
+            ? `Quiz passed (${result.score} of ${result.total}): mark the lesson complete.`
+            : 'Finished reading? Mark the lesson complete.'
+          : result
+            ? `Quiz: ${result.score} of ${result.total}. Get ${Math.ceil(QUIZ_PASS_SHARE * result.total)} right (Try again keeps the right ones) to finish the lesson here.`
+            : 'Answer the quiz to finish the lesson here.';
+    }
   }
 
   private _showActionError(message: string | null): void {
@@ -476,6 +531,9 @@ export class LessonView extends Panel {
     this._labLinks = [];
     this._markComplete = null;
     this._actionError = null;
+    this._end = null;
+    this._endComplete = null;
+    this._endNote = null;
   }
 
   private _options: LessonViewOptions;
@@ -484,6 +542,11 @@ export class LessonView extends Panel {
   private _saving = 0;
   private _body: Panel | null = null;
   private _markComplete: HTMLButtonElement | null = null;
+  /** The end of the lesson, after the quiz: Mark complete once the quiz passes, the next lesson. */
+  private _end: HTMLElement | null = null;
+  private _endComplete: HTMLButtonElement | null = null;
+  private _endNote: HTMLElement | null = null;
+  private _quizResult: QuizResult | null = null;
   private _actionError: HTMLElement | null = null;
   /** The related labs' links, redrawn when which labs have kernel examples changes. */
   private _labLinks: Array<{ item: RelatedItem; link: HTMLElement }> = [];

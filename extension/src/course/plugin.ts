@@ -1,4 +1,8 @@
-/** The course plugin: the sidebar's Course section, lesson views and their commands. */
+/**
+ * The course plugin: the course's home (welcome view, Launcher card), the sidebar's Course
+ * section and progress line, lesson, exercise and lab README views, their commands, and
+ * live progress from the server's event bus.
+ */
 
 import {
   ILayoutRestorer,
@@ -7,6 +11,7 @@ import {
 } from '@jupyterlab/application';
 import { Dialog, ICommandPalette, MainAreaWidget, WidgetTracker, showDialog } from '@jupyterlab/apputils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
+import { ILauncher } from '@jupyterlab/launcher';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { Widget } from '@lumino/widgets';
 import type { GpudojoClient } from '../api/client';
@@ -20,6 +25,12 @@ import { ModuleTestView } from './moduleTest';
 import { CourseModel } from './model';
 import { CourseSection } from './section';
 import { showInMainArea } from '../shell';
+import { gpudojoIcon } from '../icons';
+import { nextStep } from './journey';
+import { LabReadmeView } from './labReadme';
+import { CourseProgressLine } from './progressLine';
+import { followProgressEvents } from './progressEvents';
+import { WelcomeView, openItemCommand } from './welcome';
 
 /** Rank of the Course section in the sidebar (above GPU, 500). */
 const COURSE_SECTION_RANK = 100;
@@ -31,7 +42,7 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
   description: 'The course: lessons in the sidebar and the main area, with quizzes and progress.',
   autoStart: true,
   requires: [IGpudojoSidebar, IRenderMimeRegistry, IDocumentManager, IGpudojoClient, IDevicesModel],
-  optional: [ILayoutRestorer, ICommandPalette],
+  optional: [ILayoutRestorer, ICommandPalette, ILauncher],
   activate: (
     app: JupyterFrontEnd,
     sidebar: IGpudojoSidebar,
@@ -40,12 +51,17 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
     client: GpudojoClient,
     devices: DevicesModel,
     restorer: ILayoutRestorer | null,
-    palette: ICommandPalette | null
+    palette: ICommandPalette | null,
+    launcher: ILauncher | null
   ) => {
     const model = new CourseModel(client);
+    sidebar.addHeaderWidget(new CourseProgressLine({ model, commands: app.commands }));
     sidebar.addSection(new CourseSection({ model, commands: app.commands }), {
       rank: COURSE_SECTION_RANK
     });
+    // Progress made anywhere (a lab run that passed, a check, a quiz, another tab) reaches
+    // every view at once: the server emits it on Jupyter Server's event bus.
+    followProgressEvents(app.serviceManager.events.stream, model);
 
     // Whether GPU cells can run here (else lessons show expected output): from the one devices
     // model, fetched now if nobody has yet (a failed fetch says no, and is tried again next time).
@@ -186,6 +202,64 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
         )
     });
 
+    // The course's home: one view, reopened after a reload.
+    const welcomeViews = new WidgetTracker<MainAreaWidget<WelcomeView>>({ namespace: 'gpudojo-welcome' });
+    app.commands.addCommand(CourseCommandIds.openWelcome, {
+      label: args => (args['isLauncher'] ? 'gpudojo Course' : 'Open the gpudojo Course Home'),
+      caption: 'Your progress, the next step, what this machine can do, and the map of the course',
+      icon: args => (args['isPalette'] ? undefined : gpudojoIcon),
+      execute: () =>
+        openModuleView(
+          welcomeViews,
+          'gpudojo-welcome',
+          () => new WelcomeView({ model, devices, commands: app.commands })
+        )
+    });
+
+    app.commands.addCommand(CourseCommandIds.continueCourse, {
+      label: () => {
+        const step = model.catalog ? nextStep(model.catalog) : null;
+        return step && step.kind !== 'done' ? `${step.action}: ${step.text}` : 'Continue the Course';
+      },
+      caption: 'Take the next step of the course: the next lesson, lab or exercise, or the module test',
+      execute: async () => {
+        if (!model.catalog) {
+          await model.refresh();
+        }
+        const step = model.catalog ? nextStep(model.catalog) : null;
+        if (!step || step.kind === 'done') {
+          return app.commands.execute(CourseCommandIds.openWelcome);
+        }
+        if (step.kind === 'module-test') {
+          return app.commands.execute(CourseCommandIds.openModuleTest);
+        }
+        const command = openItemCommand({ kind: step.kind, id: step.id });
+        return app.commands.execute(command.id, command.args);
+      }
+    });
+
+    // Lab READMEs: one view per lab, reopened after a reload.
+    const readmeViews = new WidgetTracker<MainAreaWidget<LabReadmeView>>({ namespace: 'gpudojo-lab-readme' });
+    app.commands.addCommand(CourseCommandIds.openLabReadme, {
+      label: args => {
+        const id = typeof args['id'] === 'string' ? args['id'] : '';
+        const title = id ? model.item('lab', id)?.title : undefined;
+        return title ? `Open Lab: ${title}` : 'Open Lab';
+      },
+      caption: 'Read a lab: what it does, how to run it, what to look for',
+      execute: args => {
+        const id = typeof args['id'] === 'string' ? args['id'] : '';
+        if (!id) {
+          return;
+        }
+        return openModuleView(
+          readmeViews,
+          `gpudojo-lab-readme-${id}`,
+          () => new LabReadmeView({ labId: id, source: client, model, commands: app.commands, createMarkdown: markdown })
+        );
+      }
+    });
+
     app.commands.addCommand(CourseCommandIds.refreshCourse, {
       label: 'Refresh Course',
       caption: 'Reload the lessons and your progress',
@@ -196,6 +270,12 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
       palette.addItem({ command: CourseCommandIds.refreshCourse, category: PALETTE_CATEGORY });
       palette.addItem({ command: CourseCommandIds.openModuleTest, category: PALETTE_CATEGORY });
       palette.addItem({ command: CourseCommandIds.openAcceptance, category: PALETTE_CATEGORY });
+      palette.addItem({ command: CourseCommandIds.openWelcome, category: PALETTE_CATEGORY });
+      palette.addItem({ command: CourseCommandIds.continueCourse, category: PALETTE_CATEGORY });
+    }
+    if (launcher) {
+      // First in gpudojo's Launcher section: where a new learner starts.
+      launcher.add({ command: CourseCommandIds.openWelcome, category: 'gpudojo', rank: 0, args: { isLauncher: true } });
     }
     if (restorer) {
       // Reopen the lessons that were open before a reload.
@@ -211,6 +291,12 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
       });
       void restorer.restore(testViews, { command: CourseCommandIds.openModuleTest, name: () => 'module-test' });
       void restorer.restore(goalViews, { command: CourseCommandIds.openAcceptance, name: () => 'acceptance' });
+      void restorer.restore(welcomeViews, { command: CourseCommandIds.openWelcome, name: () => 'welcome' });
+      void restorer.restore(readmeViews, {
+        command: CourseCommandIds.openLabReadme,
+        args: widget => ({ id: widget.content.labId }),
+        name: widget => widget.content.labId
+      });
     }
     void model.refresh();
   }

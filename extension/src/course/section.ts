@@ -230,7 +230,8 @@ export class CourseSection extends Widget {
       where,
       minutes ? h('span', { className: 'gpudojo-course-minutes', text: minutes }) : null,
       // Under the title, not beside it: the title keeps the row's width.
-      item.kind === 'lab' ? renderRunButton(this._commands, item) : null
+      item.kind === 'lab' ? renderRunButton(this._commands, item) : null,
+      item.kind === 'lab' && this._model.hasKernelExamples(item.id) ? this._kernelsButton(item) : null
     ];
     const row = h(
       'li',
@@ -252,12 +253,30 @@ export class CourseSection extends Widget {
     } else if (item.kind === 'exercise') {
       row.title = `${item.title}: open the exercise (start, check, see each requirement)`;
       makeClickable(row, () => void this._commands.execute(CourseCommandIds.openExercise, { id: item.id }));
-    } else if (item.kind === 'lab' && this._model.hasKernelExamples(item.id)) {
-      row.setAttribute('data-kernels', 'true');
-      row.title = `${item.title}: open its kernels in the Kernel Playground`;
-      makeClickable(row, () => openLabKernels(this._commands, item));
+    } else if (item.kind === 'lab') {
+      if (this._model.hasKernelExamples(item.id)) {
+        row.setAttribute('data-kernels', 'true');
+      }
+      row.title = `${item.title}: read the lab (what it does, how to run it, what to look for)`;
+      makeClickable(row, () => void this._commands.execute(CourseCommandIds.openLabReadme, { id: item.id }));
     }
     return row;
+  }
+
+  /** A lab's Kernels button: its kernel examples in the Kernel Playground (the row opens the README). */
+  private _kernelsButton(lab: CatalogItem): HTMLElement {
+    const button = h('button', {
+      className: 'jp-Button jp-mod-styled jp-mod-minimal gpudojo-open-kernels',
+      text: 'Kernels',
+      title: `Open the kernels of ${lab.title} in the Kernel Playground`,
+      attrs: { type: 'button', 'data-lab': lab.id, 'aria-label': `Open the kernels of ${lab.title}` }
+    });
+    button.addEventListener('click', event => {
+      event.stopPropagation();
+      openLabKernels(this._commands, lab);
+    });
+    button.addEventListener('keydown', event => event.stopPropagation());
+    return button;
   }
 
   private _retryButton(): HTMLElement {

@@ -6,10 +6,13 @@ import type {
   GpuProcess,
   HostFacts,
   HostSample,
+  MigInstance,
+  RecordingInfo,
   TelemetryMode,
   Topology
 } from '../api/types';
 import { h } from '../dom';
+import { categoryCss } from '../palette';
 import {
   NOT_SUPPORTED,
   NO_GPU_LIMITS,
@@ -144,18 +147,64 @@ function processesText(gpu: GpuDevice): { text: string; title?: string } {
   };
 }
 
-/** One card with the facts and current reading of a GPU. */
+/** One MIG device: its profile, memory in use and ids, e.g. "MIG 3g.40gb · 9.0 / 40.0 GiB". */
+function renderMigInstance(gpuName: string, mig: MigInstance): HTMLElement {
+  // The profile is what tells the slices apart; the parent's name is on the card already.
+  const name = mig.name ?? `MIG device ${mig.index}`;
+  const profile = name.startsWith(gpuName) ? name.slice(gpuName.length).trim() : name;
+  const memory =
+    typeof mig.memory_total_bytes === 'number'
+      ? `${formatBytes(mig.memory_used_bytes)} / ${formatBytes(mig.memory_total_bytes)}`
+      : NO_VALUE;
+  const ids = `GI ${mig.gpu_instance_id ?? '?'} · CI ${mig.compute_instance_id ?? '?'}`;
+  return h(
+    'li',
+    { className: 'gpudojo-mig-instance', title: mig.uuid ?? undefined, attrs: { 'data-mig-index': String(mig.index) } },
+    h('span', { className: 'gpudojo-mig-profile', text: profile }),
+    h('span', { className: 'gpudojo-mig-detail', text: `${memory} · ${ids}` })
+  );
+}
+
+/** The MIG row: its state, and the instances listed under it when there are any. */
+function migRow(gpu: GpuDevice): HTMLElement {
+  const instances = gpu.mig?.current === 'enabled' ? gpu.mig.instances : [];
+  if (!instances.length) {
+    return row('MIG', migText(gpu));
+  }
+  const details = h(
+    'details',
+    { className: 'gpudojo-mig' },
+    h('summary', { className: 'gpudojo-field' },
+      h('span', { className: 'gpudojo-field-label', text: 'MIG' }),
+      h('span', { className: 'gpudojo-field-value', text: migText(gpu) })
+    ),
+    h('ul', { className: 'gpudojo-mig-list' }, ...instances.map(m => renderMigInstance(gpu.name, m)))
+  );
+  // The instances are what a MIG GPU is about: show them without a click.
+  details.open = true;
+  // Opening the list is not a request to open the monitor.
+  details.addEventListener('click', event => event.stopPropagation());
+  return details;
+}
+
+/** One card with the facts and current reading of a GPU; its index in the GPU's chart colour. */
 export function renderGpuCard(gpu: GpuDevice): HTMLElement {
   const sample = gpu.sample;
   const processes = processesText(gpu);
+  const swatch = h('span', { className: 'gpudojo-gpu-swatch', attrs: { 'aria-hidden': 'true' } });
+  swatch.style.setProperty('--gpudojo-swatch-color', categoryCss(gpu.index));
   return h(
     'div',
-    { className: 'gpudojo-gpu-card', attrs: { 'data-gpu-index': String(gpu.index) } },
+    {
+      className: 'gpudojo-gpu-card',
+      title: `Open GPU ${gpu.index} in the GPU monitor`,
+      attrs: { 'data-gpu-index': String(gpu.index), role: 'button', tabindex: '0' }
+    },
     h(
       'div',
-      { className: 'gpudojo-gpu-card-header', title: gpu.uuid ?? undefined },
-      h('span', { className: 'gpudojo-gpu-index', text: `GPU ${gpu.index}` }),
-      h('span', { className: 'gpudojo-gpu-name', text: gpu.name })
+      { className: 'gpudojo-gpu-card-header' },
+      h('span', { className: 'gpudojo-gpu-index' }, swatch, `GPU ${gpu.index}`),
+      h('span', { className: 'gpudojo-gpu-name', text: gpu.name, title: gpu.uuid ? `${gpu.name}\n${gpu.uuid}` : gpu.name })
     ),
     row(
       'Compute capability',
@@ -168,14 +217,22 @@ export function renderGpuCard(gpu: GpuDevice): HTMLElement {
     row('Temperature', formatField(sample, 'temperature_c', v => formatNumber(v, '°C'))),
     row('Power / limit', powerText(gpu)),
     row('PCIe', pcieText(gpu)),
-    row('MIG', migText(gpu)),
+    migRow(gpu),
     row('NVLink', nvlinkText(gpu)),
     row('Processes', processes.text, processes.title)
   );
 }
 
-/** The GPU-to-GPU matrix as a small table (X, NV<n>, PIX, PXB, PHB, NODE, SYS). */
+/** The GPU-to-GPU matrix as a small table (X, NV<n>, PIX, PXB, PHB, NODE, SYS), scrolling sideways when wider than its place. */
 export function renderTopology(topology: Topology): HTMLElement {
+  return h(
+    'div',
+    { className: 'gpudojo-topology-scroll', attrs: { tabindex: '0', role: 'region', 'aria-label': 'GPU topology matrix' } },
+    renderTopologyTable(topology)
+  );
+}
+
+function renderTopologyTable(topology: Topology): HTMLElement {
   const head = h(
     'tr',
     {},
@@ -222,6 +279,15 @@ export function renderModeBadge(mode: TelemetryMode): HTMLElement {
     className: `gpudojo-mode-badge gpudojo-mode-${mode}`,
     text: modeLabel(mode),
     attrs: { 'data-mode': mode }
+  });
+}
+
+/** "synthetic recording": a replay of generated numbers, not of a measured GPU. */
+export function renderSyntheticTag(recording: RecordingInfo): HTMLElement {
+  return h('span', {
+    className: 'gpudojo-synthetic',
+    text: 'synthetic recording',
+    title: recording.note ?? 'Generated numbers standing in for a recording of a real GPU'
   });
 }
 

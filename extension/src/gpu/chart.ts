@@ -2,22 +2,12 @@
 
 import uPlot from 'uplot';
 import { h } from '../dom';
+import { readCategoryColors } from '../palette';
 import type { AlignedSeries } from './series';
-
-/** Theme variables the series cycle through, with fallbacks for a missing theme. */
-const SERIES_COLOR_VARS: ReadonlyArray<[string, string]> = [
-  ['--jp-brand-color1', '#1976d2'],
-  ['--jp-warn-color1', '#f57c00'],
-  ['--jp-success-color1', '#388e3c'],
-  ['--jp-error-color1', '#d32f2f'],
-  ['--jp-accent-color1', '#00897b'],
-  ['--jp-brand-color3', '#bbdefb'],
-  ['--jp-warn-color3', '#ffe0b2'],
-  ['--jp-success-color3', '#c8e6c9']
-];
 
 /** Colours of the chart read from the current theme's CSS variables. */
 export interface ChartTheme {
+  /** The categorical palette: series i of GPU g takes colour g. */
   series: string[];
   axis: string;
   grid: string;
@@ -37,7 +27,7 @@ export function readChartTheme(element: Element = document.body): ChartTheme {
   const size1 = cssVar(style, '--jp-ui-font-size1', '13px');
   const size = size1.endsWith('px') ? `${Math.max(9, parseFloat(size1) - 2)}px` : '11px';
   return {
-    series: SERIES_COLOR_VARS.map(([name, fallback]) => cssVar(style, name, fallback)),
+    series: readCategoryColors(element),
     axis: cssVar(style, '--jp-ui-font-color1', '#616161'),
     grid: cssVar(style, '--jp-border-color2', '#e0e0e0'),
     font: `${size} ${family}`
@@ -51,6 +41,10 @@ export interface TelemetryChartOptions {
   unit: string;
   /** One label per y series. */
   seriesLabels: string[];
+  /** Palette slot of each y series (default: its position), so GPU g keeps colour g. */
+  seriesColors?: number[];
+  /** The x axis: wall-clock time, or time into a replayed recording of `cycleSeconds`. */
+  timeAxis?: TimeAxis;
   /** Fixed y range, e.g. [0, 100] for percentages. */
   range?: [number, number];
   /** Width of the x axis (s). */
@@ -60,9 +54,15 @@ export interface TelemetryChartOptions {
   height: number;
 }
 
+/** What the x values are: Unix seconds, or recording time of a replay (s). */
+export type TimeAxis = { kind: 'clock' } | { kind: 'recording'; cycleSeconds: number | null };
+
 export class TelemetryChart {
   constructor(options: TelemetryChartOptions) {
     this._windowSeconds = options.windowSeconds;
+    const timeAxis: TimeAxis = options.timeAxis ?? { kind: 'clock' };
+    const formatX = (x: number) => formatAxisTime(x, timeAxis);
+    this.timeAxis = timeAxis;
     this.node = h('div', {
       className: 'gpudojo-chart',
       attrs: { 'data-metric': options.metric }
@@ -91,10 +91,11 @@ export class TelemetryChart {
       cursor: { drag: { x: false, y: false } },
       scales: {
         x: {
-          time: true,
+          time: timeAxis.kind === 'clock',
           // Always show the whole window so the chart fills from the right.
           range: (_u, _min, max) => {
-            const end = Number.isFinite(max) && max !== null ? max : Date.now() / 1000;
+            const fallback = timeAxis.kind === 'clock' ? Date.now() / 1000 : this._windowSeconds;
+            const end = Number.isFinite(max) && max !== null ? max : fallback;
             return [end - this._windowSeconds, end];
           }
         },
@@ -113,17 +114,21 @@ export class TelemetryChart {
       axes: [
         {
           ...axis(),
-          // Clock time of day only: the window is minutes long, the date adds nothing.
+          // Clock time of day, or time into the recording: the window is minutes long.
           space: 70,
-          values: (_u: uPlot, splits: number[]) => splits.map(formatClock)
+          values: (_u: uPlot, splits: number[]) => splits.map(formatX)
         },
         axis(unit)
       ],
       series: [
-        {},
+        // The hover legend says the time as the axis does.
+        {
+          label: timeAxis.kind === 'clock' ? 'Time' : 'Recording',
+          value: (_u: uPlot, v: number | null) => (v === null || v === undefined ? '--' : formatX(v))
+        },
         ...options.seriesLabels.map((label, i) => ({
           label,
-          stroke: theme.series[i % theme.series.length],
+          stroke: theme.series[(options.seriesColors?.[i] ?? i) % theme.series.length],
           width: 1.5,
           spanGaps: false,
           points: { show: false },
@@ -138,6 +143,15 @@ export class TelemetryChart {
   }
 
   readonly node: HTMLElement;
+  readonly timeAxis: TimeAxis;
+
+  /** Show or hide y series `i` (0-based, in seriesLabels order). */
+  setSeriesShown(i: number, show: boolean): void {
+    const series = this._plot.series[i + 1];
+    if (series && series.show !== show) {
+      this._plot.setSeries(i + 1, { show });
+    }
+  }
 
   /** Replace the chart's data with aligned series `[xs (s), ...ys]`. */
   setData(data: AlignedSeries): void {
@@ -172,6 +186,40 @@ function formatTick(value: number): string {
     return value.toFixed(1);
   }
   return value.toFixed(2);
+}
+
+/**
+ * An x value as its axis and hover say it: clock time, or m:ss into the recording. A
+ * replay loops, so recording time is taken modulo one pass; from the second pass on the
+ * pass is named ("0:12.5 · pass 2"), and nothing is said before the replay began.
+ */
+export function formatAxisTime(x: number, axis: TimeAxis): string {
+  if (axis.kind === 'clock') {
+    return formatClock(x);
+  }
+  if (x < 0) {
+    return '';
+  }
+  const cycle = axis.cycleSeconds;
+  if (!cycle || cycle <= 0) {
+    return formatRecordingTime(x);
+  }
+  // Rounded to the tenth first, so 49.99 s of a 50 s pass reads as the next pass's 0:00.
+  const tenths = Math.round(x * 10);
+  const cycleTenths = Math.round(cycle * 10);
+  const pass = Math.floor(tenths / cycleTenths);
+  const into = formatRecordingTime((tenths - pass * cycleTenths) / 10);
+  return pass > 0 ? `${into} · pass ${pass + 1}` : into;
+}
+
+/** Seconds into a recording as m:ss, with tenths when not whole: "0:05", "1:02.5". */
+export function formatRecordingTime(seconds: number): string {
+  const tenths = Math.round(Math.max(0, seconds) * 10);
+  const whole = Math.floor(tenths / 10);
+  const minutes = Math.floor(whole / 60);
+  const secs = String(whole % 60).padStart(2, '0');
+  const frac = tenths % 10 ? `.${tenths % 10}` : '';
+  return `${minutes}:${secs}${frac}`;
 }
 
 /** hh:mm:ss of a time given in seconds since the epoch (local time). */

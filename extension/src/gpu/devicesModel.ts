@@ -59,6 +59,14 @@ export class DevicesModel {
     await this._poll.tick;
   }
 
+  /**
+   * Fetch once now, whether or not a view keeps the poll running (a view that shows the
+   * machine once, such as the course's home); resolves when the answer (or error) is in.
+   */
+  async fetchOnce(): Promise<void> {
+    await this._fetch().catch(() => undefined);
+  }
+
   dispose(): void {
     this._poll.dispose();
     Signal.clearData(this);

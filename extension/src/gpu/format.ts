@@ -1,6 +1,6 @@
 /** Formatting of GPU and host numbers for display; no DOM, no JupyterLab. */
 
-import type { TelemetryMode } from '../api/types';
+import type { RecordingInfo, TelemetryMode } from '../api/types';
 
 export const GIB = 1024 ** 3;
 
@@ -118,4 +118,30 @@ export function formatRate(hz: number | null | undefined): string {
     return NO_VALUE;
   }
   return `${Number(hz.toFixed(2))} Hz`;
+}
+
+/**
+ * One line on a replayed recording: what its time axis is, its length and rate, and
+ * that it loops, e.g. "Time axis: time into the recording (0:50 long, recorded at 2 Hz,
+ * looping). Host charts are this machine's."
+ */
+export function recordingSummary(recording: RecordingInfo): string {
+  const parts: string[] = [];
+  if (typeof recording.duration_s === 'number') {
+    const whole = Math.round(recording.duration_s);
+    parts.push(`${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, '0')} long`);
+  }
+  if (typeof recording.rate_hz === 'number') {
+    parts.push(`recorded at ${formatRate(recording.rate_hz)}`);
+  }
+  parts.push('looping');
+  return `Time axis: time into the recording (${parts.join(', ')}). Host charts are this machine's.`;
+}
+
+/** The stream's state in a word: a replay is never "Live", whatever rate it is read at. */
+export function streamLabel(paused: boolean, mode: TelemetryMode | null): 'Paused' | 'Replay' | 'Live' {
+  if (paused) {
+    return 'Paused';
+  }
+  return mode === 'replay' ? 'Replay' : 'Live';
 }

@@ -8,6 +8,7 @@
 
 import { ISignal, Signal } from '@lumino/signaling';
 import type {
+  RecordingInfo,
   TelemetryMessage,
   TelemetryMode,
   TelemetrySample
@@ -18,7 +19,8 @@ import {
   HostMetricSpec,
   gpuIndices,
   gpuSeries,
-  hostSeries
+  hostSeries,
+  sampleTime
 } from './series';
 
 /** What changed in the model. */
@@ -90,6 +92,11 @@ export class TelemetryModel {
     return this._mode;
   }
 
+  /** What the replayed recording is (synthetic or measured, rate, length); null when live. */
+  get recording(): RecordingInfo | null {
+    return this._recording;
+  }
+
   /** The last error the server reported on the stream, or null. */
   get lastError(): string | null {
     return this._lastError;
@@ -125,10 +132,11 @@ export class TelemetryModel {
         this._rateHz = message.rate_hz;
         this._maxHz = message.max_hz;
         this._mode = message.mode;
+        this._recording = message.recording ?? null;
         this._lastError = null;
         this._buffer = [];
         this._start = 0;
-        for (const sample of [...message.samples].sort((a, b) => a.t - b.t)) {
+        for (const sample of [...message.samples].sort((a, b) => sampleTime(a) - sampleTime(b))) {
           this._append(sample);
         }
         this._trim();
@@ -182,8 +190,10 @@ export class TelemetryModel {
   /** Add a sample at the end; false when it is out of order and was dropped. */
   private _append(sample: TelemetrySample): boolean {
     const last = this.latest;
-    if (last && sample.t <= last.t) {
-      if (sample.t >= last.t - this._windowSeconds) {
+    const t = sampleTime(sample);
+    if (last && t <= sampleTime(last)) {
+      // A replay reads each recorded sample as often as the rate asks: one is enough.
+      if (t >= sampleTime(last) - this._windowSeconds) {
         // A duplicate or a late frame: the chart needs increasing times.
         return false;
       }
@@ -202,9 +212,9 @@ export class TelemetryModel {
     if (!last) {
       return;
     }
-    const oldest = last.t - this._windowSeconds;
+    const oldest = sampleTime(last) - this._windowSeconds;
     let start = this._start;
-    while (start < this._buffer.length && this._buffer[start].t < oldest) {
+    while (start < this._buffer.length && sampleTime(this._buffer[start]) < oldest) {
       start++;
     }
     start = Math.max(start, this._buffer.length - this._maxSamples);
@@ -223,6 +233,7 @@ export class TelemetryModel {
   private _rateHz: number | null = null;
   private _maxHz: number | null = null;
   private _mode: TelemetryMode | null = null;
+  private _recording: RecordingInfo | null = null;
   private _lastError: string | null = null;
   private _windowSeconds: number;
   private _maxSamples: number;

@@ -11,12 +11,14 @@ import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import { GpudojoClient, TelemetrySocket } from '../api/client';
 import type { ConnectionStatus } from '../api/telemetry';
+import type { RecordingInfo } from '../api/types';
 import { NextFrame, h } from '../dom';
 import { gpudojoIcon } from '../icons';
-import { TelemetryChart, readChartTheme } from './chart';
-import { formatRate, formatWindow, modeLabel } from './format';
+import { categoryCss } from '../palette';
+import { TelemetryChart, TimeAxis, readChartTheme } from './chart';
+import { formatRate, formatWindow, modeLabel, recordingSummary, streamLabel } from './format';
 import { TelemetryChange, TelemetryModel } from './model';
-import { renderNoGpu } from './cards';
+import { renderNoGpu, renderSyntheticTag } from './cards';
 import { GPU_METRICS, HOST_METRICS } from './series';
 
 /** The time windows the toolbar offers (s). */
@@ -51,8 +53,13 @@ export class GpuMonitor extends Widget {
     this._banner = h('div', { className: 'gpudojo-monitor-banner' });
     this._error = h('div', { className: 'gpudojo-error', attrs: { role: 'alert' } });
     this._error.hidden = true;
+    this._selector = h('div', {
+      className: 'gpudojo-gpu-selector',
+      attrs: { role: 'group', 'aria-label': 'GPUs shown in the charts' }
+    });
+    this._selector.hidden = true;
     this._charts = h('div', { className: 'gpudojo-charts' });
-    this.node.append(this._banner, this._error, this._charts);
+    this.node.append(this._banner, this._error, this._selector, this._charts);
     this.node.setAttribute('data-samples', '0');
 
     this.model.changed.connect(this._onModelChanged, this);
@@ -92,6 +99,20 @@ export class GpuMonitor extends Widget {
     this.model.windowSeconds = seconds;
   }
 
+  /** The GPUs the charts show, or null for all of them. */
+  get shownGpus(): ReadonlySet<number> | null {
+    return this._shown;
+  }
+
+  /** Show only `gpus` in the charts (null: every GPU). */
+  selectGpus(gpus: Iterable<number> | null): void {
+    this._shown = gpus === null ? null : new Set(gpus);
+    if (this._shown && this._shown.size === 0) {
+      this._shown = null;
+    }
+    this._applySelection();
+  }
+
   /** Rebuild the charts with the theme's current colours. */
   refreshTheme(): void {
     this._chartKey = '';
@@ -124,7 +145,10 @@ export class GpuMonitor extends Widget {
       const devices = await this._client.getDevices();
       this._reason = devices.reason;
       this._deviceMode = devices.mode;
+      this._deviceRecording = devices.recording ?? null;
+      this._names = new Map(devices.gpus.map(g => [g.index, g.name]));
       this._renderBanner();
+      this._renderSelector();
     } catch (error) {
       // The stream still says which mode it is in; the reason is a nicety.
     }
@@ -168,15 +192,97 @@ export class GpuMonitor extends Widget {
     if (mode === 'cpu') {
       this._banner.appendChild(renderNoGpu(this._reason));
     }
+    const recording = this._recording();
+    if (mode === 'replay' && recording) {
+      if (recording.synthetic) {
+        this._banner.appendChild(renderSyntheticTag(recording));
+      }
+      this._banner.appendChild(
+        h('div', { className: 'gpudojo-recording-line', text: recordingSummary(recording) })
+      );
+    }
+  }
+
+  private _recording(): RecordingInfo | null {
+    return this.model.recording ?? this._deviceRecording;
+  }
+
+  /** Which x axis the charts use: the recording's time in a replay, else the clock. */
+  private _timeAxis(): TimeAxis {
+    const mode = this.model.mode ?? this._deviceMode;
+    return mode === 'replay'
+      ? { kind: 'recording', cycleSeconds: this._recording()?.cycle_s ?? null }
+      : { kind: 'clock' };
+  }
+
+  /** One toggle per GPU, in its chart colour; "All GPUs" shows every one again. */
+  private _renderSelector(): void {
+    const gpus = this._gpus;
+    this._selector.textContent = '';
+    this._selector.hidden = gpus.length < 2;
+    if (gpus.length < 2) {
+      return;
+    }
+    const all = h('button', {
+      className: 'gpudojo-gpu-chip gpudojo-gpu-chip-all',
+      text: 'All GPUs',
+      title: 'Show every GPU',
+      attrs: { type: 'button', 'aria-pressed': String(this._shown === null) }
+    });
+    all.addEventListener('click', () => this.selectGpus(null));
+    this._selector.appendChild(all);
+    for (const index of gpus) {
+      const pressed = this._shown !== null && this._shown.has(index);
+      const chip = h(
+        'button',
+        {
+          className: 'gpudojo-gpu-chip',
+          title: `${this._names.get(index) ?? `GPU ${index}`}: show only this GPU (Ctrl-click: add or remove it)`,
+          attrs: { type: 'button', 'data-gpu-index': String(index), 'aria-pressed': String(pressed) }
+        },
+        h('span', { className: 'gpudojo-gpu-swatch' }),
+        `GPU ${index}`
+      );
+      (chip.firstChild as HTMLElement).style.setProperty('--gpudojo-swatch-color', categoryCss(index));
+      chip.addEventListener('click', event => {
+        if (event.ctrlKey || event.metaKey || event.shiftKey) {
+          const next = new Set(this._shown ?? []);
+          if (next.has(index)) {
+            next.delete(index);
+          } else {
+            next.add(index);
+          }
+          this.selectGpus(next.size ? next : null);
+        } else {
+          this.selectGpus([index]);
+        }
+      });
+      this._selector.appendChild(chip);
+    }
+  }
+
+  private _applySelection(): void {
+    this.node.setAttribute(
+      'data-shown-gpus',
+      this._shown === null ? 'all' : [...this._shown].sort((a, b) => a - b).join(',')
+    );
+    for (const [, chart] of this._gpuCharts) {
+      this._gpus.forEach((index, i) => chart.setSeriesShown(i, this._shown === null || this._shown.has(index)));
+    }
+    this._renderSelector();
   }
 
   /** Build the charts when the set of GPUs changed, then feed every chart its series. */
   private _render(): void {
     const gpus = this.model.mode === 'cpu' ? [] : this.model.gpuIndices();
-    const key = gpus.join(',');
+    const axis = this._timeAxis();
+    const key = `${gpus.join(',')}|${JSON.stringify(axis)}`;
     if (key !== this._chartKey || !this._hostCharts.length) {
-      this._buildCharts(gpus);
+      this._gpus = gpus;
+      this.node.setAttribute('data-time-axis', axis.kind);
+      this._buildCharts(gpus, axis);
       this._chartKey = key;
+      this._applySelection();
     }
     for (const [spec, chart] of this._gpuCharts) {
       chart.windowSeconds = this.model.windowSeconds;
@@ -188,15 +294,16 @@ export class GpuMonitor extends Widget {
     }
   }
 
-  private _buildCharts(gpus: number[]): void {
+  private _buildCharts(gpus: number[], timeAxis: TimeAxis): void {
     this._disposeCharts();
     this._charts.classList.toggle('gpudojo-mod-two-columns', this._chartLayout().columns === 2);
     const theme = readChartTheme(this.node.isConnected ? this.node : document.body);
     const width = this._chartWidth();
     this._lastWidth = width;
-    const common = { windowSeconds: this.model.windowSeconds, theme, width, height: CHART_HEIGHT };
+    const common = { windowSeconds: this.model.windowSeconds, theme, width, height: CHART_HEIGHT, timeAxis };
     if (gpus.length) {
       const labels = gpus.map(i => `GPU ${i}`);
+      const colors = gpus.map(i => i);
       for (const spec of GPU_METRICS) {
         const chart = new TelemetryChart({
           ...common,
@@ -204,7 +311,8 @@ export class GpuMonitor extends Widget {
           title: spec.title,
           unit: spec.unit,
           range: spec.range,
-          seriesLabels: labels
+          seriesLabels: labels,
+          seriesColors: colors
         });
         this._gpuCharts.push([spec, chart]);
         this._charts.appendChild(chart.node);
@@ -259,6 +367,11 @@ export class GpuMonitor extends Widget {
   private _client: GpudojoClient;
   private _banner: HTMLElement;
   private _error: HTMLElement;
+  private _selector: HTMLElement;
+  private _gpus: number[] = [];
+  private _shown: Set<number> | null = null;
+  private _names = new Map<number, string>();
+  private _deviceRecording: RecordingInfo | null = null;
   private _charts: HTMLElement;
   private _gpuCharts: Array<[(typeof GPU_METRICS)[number], TelemetryChart]> = [];
   private _hostCharts: Array<[(typeof HOST_METRICS)[number], TelemetryChart]> = [];
@@ -284,7 +397,7 @@ export function statusText(status: ConnectionStatus, model: TelemetryModel): str
     case 'open': {
       const rate = model.rateHz !== null ? ` · ${formatRate(model.rateHz)}` : '';
       const max = model.maxHz !== null ? ` (max ${formatRate(model.maxHz)})` : '';
-      return `${model.paused ? 'Paused' : 'Live'}${rate}${max}`;
+      return `${streamLabel(model.paused, model.mode)}${rate}${max}`;
     }
   }
 }
@@ -298,7 +411,7 @@ export function createMonitorWidget(options: {
   const widget = new MainAreaWidget({ content });
   widget.id = 'gpudojo-gpu-monitor';
   widget.title.label = 'GPU Monitor';
-  widget.title.caption = 'Live GPU and host telemetry';
+  widget.title.caption = 'GPU and host telemetry';
   widget.title.icon = gpudojoIcon;
   widget.title.closable = true;
   widget.addClass('gpudojo-monitor-panel');

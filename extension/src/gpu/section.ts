@@ -10,6 +10,7 @@ import {
   renderHostLine,
   renderModeBadge,
   renderNoGpu,
+  renderSyntheticTag,
   renderTopology,
   renderVersions
 } from './cards';
@@ -32,6 +33,21 @@ export class GpuSection extends Widget {
     });
     open.addEventListener('click', () => {
       void this._commands.execute(CommandIds.openMonitor);
+    });
+    // A click (or Enter) on a GPU card opens that GPU in the monitor.
+    const openCard = (target: EventTarget | null) => {
+      const card = (target as HTMLElement | null)?.closest?.('.gpudojo-gpu-card');
+      const index = card?.getAttribute('data-gpu-index');
+      if (index !== null && index !== undefined) {
+        void this._commands.execute(CommandIds.openMonitor, { gpu: Number(index) });
+      }
+    };
+    this._body.addEventListener('click', event => openCard(event.target));
+    this._body.addEventListener('keydown', event => {
+      if ((event.key === 'Enter' || event.key === ' ') && (event.target as HTMLElement).classList.contains('gpudojo-gpu-card')) {
+        event.preventDefault();
+        openCard(event.target);
+      }
     });
     this.node.appendChild(this._body);
     this.node.appendChild(h('div', { className: 'gpudojo-actions' }, open));
@@ -58,6 +74,10 @@ export class GpuSection extends Widget {
     const devices = this._model.devices;
     const error = this._model.error;
     const body = this._body;
+    // Re-rendered on every poll: keep where the reader scrolled the topology matrix to.
+    const scrolled = body.querySelector('.gpudojo-topology-scroll')?.scrollLeft ?? 0;
+    // ... and whether the reader opened the no-GPU details.
+    const whyOpen = body.querySelector<HTMLDetailsElement>('details.gpudojo-no-gpu-details')?.open ?? false;
     body.textContent = '';
     if (error) {
       body.appendChild(
@@ -70,7 +90,23 @@ export class GpuSection extends Widget {
       }
       return;
     }
-    body.appendChild(h('div', { className: 'gpudojo-mode' }, renderModeBadge(devices.mode)));
+    const mode = h('div', { className: 'gpudojo-mode' }, renderModeBadge(devices.mode));
+    if (devices.mode === 'replay' && devices.recording?.synthetic) {
+      mode.appendChild(renderSyntheticTag(devices.recording));
+    }
+    if (!devices.available) {
+      // No GPU: one line (the badge); why, and what still works, on demand.
+      const why = h(
+        'details',
+        { className: 'gpudojo-no-gpu-details' },
+        h('summary', { title: 'Why, and what still works without a GPU' }, mode),
+        renderNoGpu(devices.reason)
+      );
+      why.open = whyOpen;
+      body.appendChild(why);
+    } else {
+      body.appendChild(mode);
+    }
     if (devices.available) {
       body.appendChild(renderVersions(devices));
       const cards = h('div', { className: 'gpudojo-gpu-cards' });
@@ -80,10 +116,10 @@ export class GpuSection extends Widget {
       body.appendChild(cards);
       if (devices.gpus.length >= 2 && devices.topology && devices.topology.matrix.length) {
         body.appendChild(h('div', { className: 'gpudojo-subheading', text: 'Topology' }));
-        body.appendChild(renderTopology(devices.topology));
+        const topology = renderTopology(devices.topology);
+        body.appendChild(topology);
+        topology.scrollLeft = scrolled;
       }
-    } else {
-      body.appendChild(renderNoGpu(devices.reason));
     }
     body.appendChild(renderHostLine(devices.host, devices.host_sample));
   }

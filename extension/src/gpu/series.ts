@@ -1,6 +1,7 @@
 /**
- * Turning telemetry samples into chart series: one x array (Unix seconds) and
- * one y array per GPU, aligned, with null where a GPU or a field is missing.
+ * Turning telemetry samples into chart series: one x array (Unix seconds, or the
+ * recording's time in a replay) and one y array per GPU, aligned, with null where a
+ * GPU or a field is missing.
  */
 
 import type { GpuSample, TelemetrySample } from '../api/types';
@@ -99,6 +100,15 @@ function finiteOrNull(value: unknown): number | null {
   return typeof value === 'number' && Number.isFinite(value) ? value : null;
 }
 
+/**
+ * The x of a sample: its recording time in a replay (s, increasing across passes),
+ * else its Unix time (s). One function, so the axis, the hover and the window agree.
+ */
+export function sampleTime(sample: TelemetrySample): number {
+  const t = sample.recording_t;
+  return typeof t === 'number' && Number.isFinite(t) ? t : sample.t;
+}
+
 /** The value of `field` in a GPU sample in chart units, or null when missing or unsupported. */
 export function gpuValue(
   sample: GpuSample | undefined,
@@ -128,7 +138,7 @@ export function gpuIndices(samples: ReadonlyArray<TelemetrySample>): number[] {
 /**
  * Aligned series of one GPU metric: `[xs, ys for gpus[0], ys for gpus[1], ...]`.
  *
- * xs are sample times (Unix seconds); a GPU absent from a sample, or a field
+ * xs are sample times (sampleTime); a GPU absent from a sample, or a field
  * NVML reports as unsupported, gives null (a gap in the chart, never a 0).
  */
 export function gpuSeries(
@@ -142,7 +152,7 @@ export function gpuSeries(
   gpus.forEach((index, i) => column.set(index, i));
   for (let row = 0; row < samples.length; row++) {
     const sample = samples[row];
-    xs[row] = sample.t;
+    xs[row] = sampleTime(sample);
     for (let i = 0; i < gpus.length; i++) {
       ys[i][row] = null;
     }
@@ -164,7 +174,7 @@ export function hostSeries(
   const xs: number[] = new Array(samples.length);
   const ys: (number | null)[] = new Array(samples.length);
   for (let row = 0; row < samples.length; row++) {
-    xs[row] = samples[row].t;
+    xs[row] = sampleTime(samples[row]);
     ys[row] = spec.read(samples[row]);
   }
   return [xs, ys];

@@ -210,7 +210,12 @@ export class ResourcesPanel extends Widget {
       )
     );
     this.node.append(
-      h('table', { className: 'gpudojo-resources-table' }, h('thead', {}, head), h('tbody', {}, ...rows)),
+      // Scrolls sideways in a narrow panel instead of cutting the last columns.
+      h(
+        'div',
+        { className: 'gpudojo-resources-scroll', attrs: { tabindex: '0', role: 'region', 'aria-label': 'Kernel resources' } },
+        h('table', { className: 'gpudojo-resources-table' }, h('thead', {}, head), h('tbody', {}, ...rows))
+      ),
       h('div', {
         className: 'gpudojo-output-note',
         text: `${result.arch}, ${result.compiler}. Spills and stack live in local memory, which is as slow as global memory.`

@@ -90,7 +90,8 @@ export class KernelPlayground extends Panel {
     main.addClass('gpudojo-playground-main');
     main.addWidget(left);
     main.addWidget(this._tabs);
-    main.setRelativeSizes([1, 1]);
+    // The source is what the learner works on: it gets the larger share.
+    main.setRelativeSizes([3, 2]);
 
     // The toolbar takes its natural height (it wraps on narrow screens); the split takes the rest.
     this.addWidget(this._toolbar);

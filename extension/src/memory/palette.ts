@@ -4,17 +4,7 @@
  * dark themes. Read again after a theme change.
  */
 
-/** Theme variables the categories cycle through, with fallbacks for a missing theme. */
-const CATEGORY_VARS: ReadonlyArray<[string, string]> = [
-  ['--jp-brand-color1', '#1976d2'],
-  ['--jp-warn-color1', '#f57c00'],
-  ['--jp-success-color1', '#388e3c'],
-  ['--jp-accent-color1', '#00897b'],
-  ['--jp-error-color2', '#e57373'],
-  ['--jp-brand-color3', '#90caf9'],
-  ['--jp-warn-color3', '#ffcc80'],
-  ['--jp-success-color3', '#a5d6a7']
-];
+import { readCategoryColors } from '../palette';
 
 export interface MemoryPalette {
   categories: string[];
@@ -37,7 +27,8 @@ export function readMemoryPalette(element: Element = document.body): MemoryPalet
   const style = getComputedStyle(element);
   const family = cssVar(style, '--jp-ui-font-family', 'sans-serif');
   return {
-    categories: CATEGORY_VARS.map(([name, fallback]) => cssVar(style, name, fallback)),
+    // gpudojo's one categorical palette: twelve distinct colours, so no two categories share one.
+    categories: readCategoryColors(element),
     other: cssVar(style, '--jp-layout-color4', '#9e9e9e'),
     axis: cssVar(style, '--jp-ui-font-color1', '#616161'),
     grid: cssVar(style, '--jp-border-color2', '#e0e0e0'),

@@ -17,6 +17,8 @@ export namespace RunCommandIds {
   export const openSweep = 'gpudojo:open-sweep';
   /** Run a .py file with torchrun; args `{path}` (relative to the server root), else the file browser's selection. */
   export const runScript = 'gpudojo:run-script';
+  /** Close the tabs of runs that have ended (succeeded, failed, cancelled, lost). */
+  export const closeFinishedRuns = 'gpudojo:close-finished-run-tabs';
 }
 
 /** Lab ids as the server accepts them. */
@@ -89,4 +91,9 @@ export function sweepViewId(group: string): string {
 /** The DOM id of a lab's run form. */
 export function runFormId(lab: string): string {
   return `gpudojo-run-form-${lab}`;
+}
+
+/** A tab label kept from before a reload (args.label), bounded; null when absent. */
+export function readTabLabel(args: ReadonlyPartialJSONObject): string | null {
+  return typeof args.label === 'string' && args.label.length > 0 && args.label.length <= 120 ? args.label : null;
 }

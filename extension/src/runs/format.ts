@@ -142,3 +142,15 @@ export function formatPercent(fraction: number | null | undefined): string {
   }
   return `${Math.round(fraction * 100)} %`;
 }
+
+/**
+ * A run's tab label: the lab's number and title and the time it was created, e.g.
+ * "lab-03 DDP on CPU · 14:02" (local time), so twenty tabs stay tellable apart.
+ */
+export function runTabLabel(run: { lab?: string | null; title: string; created_at: number }): string {
+  const number = /^(lab-\d+)/.exec(run.lab ?? '')?.[1];
+  const title = number && !run.title.startsWith(number) ? `${number} ${run.title}` : run.title;
+  const d = new Date(run.created_at * 1000);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${title} · ${two(d.getHours())}:${two(d.getMinutes())}`;
+}

@@ -9,6 +9,7 @@
 import { NextFrame, h } from '../dom';
 import { ALL_TAB, LAUNCHER_TAB, LogBuffer, LogTab, tabOf } from './logBuffer';
 import { isAtTail, logWindow, tailScrollTop } from './logWindow';
+import { harmlessStderr } from './stderrNotes';
 
 /** Height of one log row; the CSS gives .gpudojo-log-line the same (px). */
 export const ROW_PX = 18;
@@ -190,6 +191,7 @@ export class LogView {
           row.hidden = true;
           row.removeAttribute('data-rank');
           row.removeAttribute('data-stream');
+          row.removeAttribute('title');
           (row.firstElementChild as HTMLElement).textContent = '';
           (row.lastElementChild as HTMLElement).textContent = '';
         }
@@ -198,7 +200,14 @@ export class LogView {
       const line = this._buffer.line(this._tab, window.start + k);
       row.hidden = false;
       row.setAttribute('data-rank', line.kind === 'marker' ? 'server' : tabOf(line.rank));
-      row.setAttribute('data-stream', line.kind);
+      // A known banner on stderr (torchrun's OMP_NUM_THREADS, the profiler's stages) is a note, not an error.
+      const note = line.kind === 'stderr' ? harmlessStderr(line.text) : null;
+      row.setAttribute('data-stream', note ? 'note' : line.kind);
+      if (note) {
+        row.title = note;
+      } else {
+        row.removeAttribute('title');
+      }
       const prefix = row.firstElementChild as HTMLElement;
       const color = line.rank === null ? 'gpudojo-rank-launcher' : `gpudojo-rank-c${line.rank % RANK_COLORS}`;
       prefix.className = `gpudojo-log-prefix ${color}`;

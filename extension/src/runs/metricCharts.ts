@@ -84,6 +84,11 @@ export class MetricCharts {
     return Math.floor((available - (columns - 1) * CHART_GAP) / columns) - CHART_PADDING;
   }
 
+  /** Size the charts to the space they have now (px), e.g. after the window was resized. */
+  relayout(): void {
+    this._layout();
+  }
+
   private _layout(): void {
     const width = this._chartWidth();
     if (width === this._width) {

@@ -18,11 +18,13 @@ import {
   readParams,
   readRunId,
   readSweep,
+  readTabLabel,
   runFormId,
   runViewId,
   sweepViewId
 } from './commands';
 import { LabCatalog } from './labCatalog';
+import { MachineFacts, machineFacts } from './machineFit';
 import { rerunRequest } from './requests';
 import { RunForm } from './runForm';
 import { RunView, createRunWidget } from './runView';
@@ -66,6 +68,13 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
     const runs = new WidgetTracker<MainAreaWidget<RunView>>({ namespace: 'gpudojo-run' });
     const sweeps = new WidgetTracker<MainAreaWidget<SweepView>>({ namespace: 'gpudojo-sweep' });
     const forms = new Map<string, MainAreaWidget<RunForm>>();
+    // Cores and GPUs do not change while the page is open: asked once, when first needed.
+    let machineRequest: Promise<MachineFacts> | null = null;
+    const machine = (): Promise<MachineFacts> => {
+      machineRequest ??= client.getDevices().then(machineFacts);
+      machineRequest.catch(() => (machineRequest = null));
+      return machineRequest;
+    };
 
     /** Send a request; open the new run's view (a sweep's scaling view); refresh the list. */
     const start = async (request: StartRunRequest): Promise<Run[]> => {
@@ -115,6 +124,7 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
             params,
             sweep,
             engines: () => client.getEngines().then(list => list.engines),
+            machine,
             start: async (request: LabRunRequest) => {
               const created = await start(request);
               // The run's (or sweep's) view is open now: the form does not stay behind as a second tab.
@@ -159,7 +169,8 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
                 showErrorMessage('The run could not start again', (error as Error).message)
               );
             },
-            openSweep: group => void app.commands.execute(RunCommandIds.openSweep, { group })
+            openSweep: group => void app.commands.execute(RunCommandIds.openSweep, { group }),
+            label: readTabLabel(args)
           });
           const opened = widget;
           // The list's statuses change when a run ends: ask again then, not 30 s later.
@@ -191,7 +202,8 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
           widget = createSweepWidget({
             model: new SweepModel(group, client),
             labs,
-            openRun: id => void app.commands.execute(RunCommandIds.openRun, { id })
+            openRun: id => void app.commands.execute(RunCommandIds.openRun, { id }),
+            machine
           });
           void sweeps.add(widget);
         }
@@ -226,7 +238,7 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
           list => list.engines,
           () => null
         );
-        const request = await askScriptRun(path, engines);
+        const request = await askScriptRun(path, engines, await machine().catch(() => null));
         if (!request) {
           return;
         }
@@ -257,7 +269,18 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
     });
     void labs.ensure();
 
+    app.commands.addCommand(RunCommandIds.closeFinishedRuns, {
+      label: 'Close finished run tabs',
+      caption: 'Close the tabs of runs that have ended; running ones stay open',
+      execute: () => {
+        const finished = runs.filter(w => w.content.model.isFinal);
+        finished.forEach(w => w.close());
+        return finished.length;
+      }
+    });
+
     if (palette) {
+      palette.addItem({ command: RunCommandIds.closeFinishedRuns, category: PALETTE_CATEGORY });
       palette.addItem({ command: RunCommandIds.openRuns, category: PALETTE_CATEGORY });
       palette.addItem({ command: RunCommandIds.runScript, category: PALETTE_CATEGORY });
     }
@@ -273,7 +296,8 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
     if (restorer) {
       void restorer.restore(runs, {
         command: RunCommandIds.openRun,
-        args: widget => ({ id: widget.content.runId }),
+        // The label goes with it, so a reloaded tab is named before its run is fetched.
+        args: widget => ({ id: widget.content.runId, label: widget.content.title.label }),
         name: widget => widget.content.runId
       });
       void restorer.restore(sweeps, {

@@ -20,6 +20,7 @@ import {
   parseField,
   parseSweepValues
 } from './params';
+import { MachineFacts, oversubscriptionWarning } from './machineFit';
 import { labRecords, recordingFlags } from './requests';
 import { whereErrorsFromDetail } from './where';
 import { WhereChooser, WhereState } from './whereChooser';
@@ -40,6 +41,8 @@ export interface RunFormOptions {
   engines?: () => Promise<EngineInfo[]>;
   /** The engine and its options to choose at first (e.g. a run to repeat). */
   where?: WhereState | null;
+  /** This machine's cores and usable GPUs, to warn when nproc asks for more (absent: no warning). */
+  machine?: () => Promise<MachineFacts>;
 }
 
 type FieldInput = HTMLInputElement | HTMLSelectElement;
@@ -75,6 +78,15 @@ export class RunForm extends Widget {
     this._where = new WhereChooser({ launcher: this.lab.launcher, initial: options.where });
     this._build(sweepable);
     this._refreshSweep();
+    // Another engine runs elsewhere: this machine's cores no longer matter.
+    this._where.node.addEventListener('change', () => this._refreshFit());
+    options.machine?.().then(
+      machine => {
+        this._machine = machine;
+        this._refreshFit();
+      },
+      () => undefined // no facts, no warning: the server still checks what it must
+    );
     if (options.engines && this.lab.launcher === 'torchrun') {
       options.engines().then(
         engines => this._where.setEngines(engines),
@@ -158,6 +170,8 @@ export class RunForm extends Widget {
     });
     this._startButton.addEventListener('click', () => void this.submit());
     this._message = h('span', { className: 'gpudojo-run-form-message', attrs: { 'aria-live': 'polite' } });
+    this._fit = h('p', { className: 'gpudojo-run-oversubscribe', attrs: { role: 'status' } });
+    this._fit.hidden = true;
     this._recordMemory = h('input', { attrs: { name: 'record_memory', type: 'checkbox' } });
     this._recordMemory.checked = this._initialRecordMemory;
     const recordMemory = h(
@@ -178,6 +192,7 @@ export class RunForm extends Widget {
       sweepable.length ? this._sweepFieldset(sweepable) : '',
       recordMemory,
       labRecords(lab, 'profile') ? this._recordProfileToggle() : '',
+      this._fit,
       h('div', { className: 'gpudojo-run-form-actions' }, this._startButton, this._message)
     );
     this.node.addEventListener('keydown', event => {
@@ -241,6 +256,7 @@ export class RunForm extends Widget {
       this._raw[spec.name] = read();
       const checked = parseField(spec, this._raw[spec.name]);
       this._setError(spec.name, checked.ok ? '' : checked.error);
+      this._refreshFit();
     });
     this._inputs.set(spec.name, input);
     const error = h('span', {
@@ -322,6 +338,33 @@ export class RunForm extends Widget {
       this._setError(SWEEP_FIELD, '');
     }
     this._startButton.textContent = count > 1 ? `Start ${count} runs` : 'Start';
+    this._refreshFit();
+  }
+
+  /** The process counts this form would start, one per run (empty when nproc is not a parameter). */
+  private _nprocs(): number[] {
+    const spec = this.lab.parameters.find(p => p.name === 'nproc');
+    if (!spec) {
+      return [];
+    }
+    const { enabled, param, text } = this._sweep;
+    if (enabled && param === 'nproc' && text.trim()) {
+      const parsed = parseSweepValues(spec, text);
+      return parsed.ok ? parsed.values.map(Number) : [];
+    }
+    const parsed = parseField(spec, this._raw.nproc);
+    return parsed.ok ? [Number(parsed.value)] : [];
+  }
+
+  /** Warn, before Start, when nproc asks this machine for more cores (or GPUs) than it has. */
+  private _refreshFit(): void {
+    if (!this._fit) {
+      return;
+    }
+    const local = this._where.engine === 'local';
+    const warning = this._machine && local ? oversubscriptionWarning(this._nprocs(), this._machine) : null;
+    this._fit.textContent = warning ?? '';
+    this._fit.hidden = !warning;
   }
 
   private _showErrors(errors: Record<string, string>): void {
@@ -363,4 +406,6 @@ export class RunForm extends Widget {
   private _initialRecordProfile: boolean;
   private _message!: HTMLElement;
   private _where: WhereChooser;
+  private _machine: MachineFacts | null = null;
+  private _fit!: HTMLElement;
 }

@@ -16,7 +16,7 @@ import { gpudojoIcon } from '../icons';
 import { runViewId } from './commands';
 import { RunEngineSection } from './engineSection';
 import { rankNodeNames } from './engineStatus';
-import { statusLabel } from './format';
+import { runTabLabel, statusLabel } from './format';
 import type { LabCatalog } from './labCatalog';
 import { LogView } from './logView';
 import { MetricCharts } from './metricCharts';
@@ -37,6 +37,8 @@ export interface RunViewOptions {
   /** Start the same run again and show it. */
   rerun: (run: Run) => void;
   openSweep: (group: string) => void;
+  /** The tab's label until the run is loaded (kept across a reload), e.g. "lab-03 DDP · 14:02". */
+  label?: string | null;
 }
 
 export class RunView extends Widget {
@@ -45,7 +47,7 @@ export class RunView extends Widget {
     this.runId = options.runId;
     this.addClass('gpudojo-run-view');
     this.node.setAttribute('data-status', 'loading');
-    this.title.label = `Run ${this.runId}`;
+    this.title.label = options.label ?? `Run ${this.runId}`;
     this.title.icon = gpudojoIcon;
     this.title.closable = true;
     this._client = options.client;
@@ -151,6 +153,8 @@ export class RunView extends Widget {
   protected onResize(msg: Widget.ResizeMessage): void {
     super.onResize(msg);
     this._schedule({ run: false, logs: true, metrics: false });
+    // Lumino says the window changed: follow now, not when the tab is next shown.
+    this._charts.relayout();
   }
 
   private async _loadRun(): Promise<void> {
@@ -205,7 +209,7 @@ export class RunView extends Widget {
 
   private _renderRun(run: Run): void {
     this.node.setAttribute('data-status', run.status);
-    this.title.label = `${run.title} · ${statusLabel(run.status)}`;
+    this.title.label = runTabLabel(run);
     this.title.caption = `Run ${run.id}: ${run.title} (${statusLabel(run.status)})`;
     this._header.update(run, Date.now() / 1000);
     this._engine.update(run);

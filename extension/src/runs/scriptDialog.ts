@@ -6,6 +6,7 @@ import type { EngineInfo, RunRecording, ScriptRunRequest } from '../api/types';
 import { h } from '../dom';
 import { MAX_SCRIPT_NPROC, recordingFlags, scriptRequest } from './requests';
 import { buildWhere } from './where';
+import { MachineFacts, oversubscriptionWarning } from './machineFit';
 import { WhereChooser, WhereState } from './whereChooser';
 
 interface ScriptFields {
@@ -18,7 +19,13 @@ interface ScriptFields {
 
 /** The dialog's body: two fields and, after a wrong try, what was wrong. */
 class ScriptForm extends Widget implements Dialog.IBodyWidget<ScriptFields> {
-  constructor(path: string, fields: ScriptFields, problem: string, engines: ReadonlyArray<EngineInfo> | null) {
+  constructor(
+    path: string,
+    fields: ScriptFields,
+    problem: string,
+    engines: ReadonlyArray<EngineInfo> | null,
+    machine: MachineFacts | null = null
+  ) {
     super();
     this.addClass('gpudojo-script-form');
     this._where = new WhereChooser({ launcher: 'torchrun', initial: fields.where });
@@ -28,6 +35,17 @@ class ScriptForm extends Widget implements Dialog.IBodyWidget<ScriptFields> {
       attrs: { name: 'nproc', type: 'number', min: '1', max: String(MAX_SCRIPT_NPROC), step: '1' }
     });
     this._nproc.value = fields.nproc;
+    // Warn before Start when nproc asks this machine for more cores (or GPUs) than it has.
+    const fit = h('p', { className: 'gpudojo-run-oversubscribe', attrs: { role: 'status' } });
+    const refreshFit = () => {
+      const local = this._where.engine === 'local';
+      const warning = machine && local ? oversubscriptionWarning([Number(this._nproc.value)], machine) : null;
+      fit.textContent = warning ?? '';
+      fit.hidden = !warning;
+    };
+    this._nproc.addEventListener('input', refreshFit);
+    this._where.node.addEventListener('change', refreshFit);
+    refreshFit();
     this._args = h('input', {
       className: 'jp-mod-styled',
       attrs: { name: 'args', type: 'text', placeholder: 'e.g. --epochs 2 --lr 0.01' }
@@ -40,6 +58,7 @@ class ScriptForm extends Widget implements Dialog.IBodyWidget<ScriptFields> {
     this.node.append(
       h('p', {}, 'torchrun starts ', h('code', { text: path }), ' once per process, each with its RANK and WORLD_SIZE.'),
       h('label', { className: 'gpudojo-run-form-field' }, h('span', { className: 'gpudojo-run-form-name', text: 'Processes (nproc)' }), this._nproc),
+      fit,
       h(
         'label',
         { className: 'gpudojo-run-form-field' },
@@ -92,14 +111,15 @@ class ScriptForm extends Widget implements Dialog.IBodyWidget<ScriptFields> {
  */
 export async function askScriptRun(
   path: string,
-  engines: ReadonlyArray<EngineInfo> | null = null
+  engines: ReadonlyArray<EngineInfo> | null = null,
+  machine: MachineFacts | null = null
 ): Promise<(ScriptRunRequest & RunRecording) | null> {
   let fields: ScriptFields = { nproc: '2', args: '', recordMemory: false, recordProfile: false, where: null };
   let problem = '';
   for (;;) {
     const result = await showDialog<ScriptFields>({
       title: 'Run with torchrun',
-      body: new ScriptForm(path, fields, problem, engines),
+      body: new ScriptForm(path, fields, problem, engines, machine),
       buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Start' })],
       focusNodeSelector: 'input[name=nproc]'
     });

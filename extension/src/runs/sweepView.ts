@@ -13,6 +13,7 @@ import { gpudojoIcon } from '../icons';
 import { sweepViewId } from './commands';
 import { formatNumber, formatPercent, modeLabel, statusLabel } from './format';
 import type { LabCatalog } from './labCatalog';
+import { MachineFacts, cpuScalingExplanation } from './machineFit';
 import { ScalingPoint, basePointIndex, scalingSeries } from './scaling';
 import { StepChart } from './stepChart';
 import { SweepModel } from './sweepModel';
@@ -23,6 +24,8 @@ export interface SweepViewOptions {
   model: SweepModel;
   labs: LabCatalog;
   openRun: (id: string) => void;
+  /** This machine's cores and usable GPUs, to explain a CPU sweep's figures (absent: no sentence). */
+  machine?: () => Promise<MachineFacts>;
 }
 
 export class SweepView extends Widget {
@@ -38,15 +41,24 @@ export class SweepView extends Widget {
     this.title.closable = true;
     this._heading = h('h2', { className: 'gpudojo-sweep-title' });
     this._mode = h('p', { className: 'gpudojo-sweep-mode' });
+    this._explanation = h('p', { className: 'gpudojo-sweep-machine', attrs: { role: 'note' } });
+    this._explanation.hidden = true;
     this._error = h('div', { className: 'gpudojo-error', attrs: { role: 'alert' } });
     this._chartSlot = h('div', { className: 'gpudojo-scaling-chart-slot' });
     this._table = h('table', { className: 'gpudojo-scaling-table' });
     this._note = h('p', { className: 'gpudojo-sweep-note' });
-    this.node.append(this._heading, this._mode, this._error, this._chartSlot, this._table, this._note);
+    this.node.append(this._heading, this._mode, this._explanation, this._error, this._chartSlot, this._table, this._note);
     this.model.changed.connect(this._schedule, this);
     this._labs.changed.connect(this._schedule, this);
     this.model.start();
     void this._labs.ensure();
+    options.machine?.().then(
+      machine => {
+        this._machine = machine;
+        this._schedule();
+      },
+      () => undefined
+    );
   }
 
   readonly model: SweepModel;
@@ -104,6 +116,10 @@ export class SweepView extends Widget {
           : `${modeLabel(first)}: measured on this machine's GPUs.`;
     }
     const points = this.model.points();
+    const explanation =
+      first && this._machine ? cpuScalingExplanation(points, this._machine, first.device_mode) : null;
+    this._explanation.textContent = explanation ?? '';
+    this._explanation.hidden = !explanation;
     this._renderChart(points, sweep.param, first ? modeLabel(first) : '');
     this._renderTable(points, sweep.param);
     const base = basePointIndex(points);
@@ -186,6 +202,8 @@ export class SweepView extends Widget {
   private _openRun: (id: string) => void;
   private _heading: HTMLElement;
   private _mode: HTMLElement;
+  private _explanation: HTMLElement;
+  private _machine: MachineFacts | null = null;
   private _error: HTMLElement;
   private _chartSlot: HTMLElement;
   private _table: HTMLElement;

@@ -359,6 +359,12 @@ export function buildWhere(engine: EngineName, raw: WhereRaw): WhereOutcome {
   }
   // The server takes a minimum at or above nnodes as "not elastic"; a learner who typed one meant less.
   const nnodes = where.nnodes;
+  if (engine === 'torchrun-nodes' && !errors.host) {
+    const refused = loopbackRefusal(String(where.host ?? ''), typeof nnodes === 'number' ? nnodes : 1, raw[SAME_MACHINE] === 'true');
+    if (refused) {
+      errors.host = refused;
+    }
+  }
   const least = where.min_nodes;
   if (engine === 'torchrun-nodes' && typeof nnodes === 'number' && typeof least === 'number' && least > nnodes) {
     errors.min_nodes = `at most the number of nodes (${nnodes})`;
@@ -390,4 +396,34 @@ export function whereErrorsFromDetail(detail: unknown): Record<string, string> {
     errors[rest[0] ?? 'engine'] = record.msg;
   }
   return errors;
+}
+
+/** The chooser's "all nodes on this machine (testing)" checkbox, kept in the raw values ('true'/''); never sent. */
+export const SAME_MACHINE = 'same_machine';
+
+/** Whether `host` names this machine's loopback (127.0.0.0/8, localhost, ::1). */
+export function isLoopback(host: string): boolean {
+  const h = host.trim().toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){0,3}$/.test(h);
+}
+
+/**
+ * Why a multi-node run cannot use `host`: a loopback address, which a node on another
+ * machine cannot reach, unless every node runs on this machine (`sameMachine`, testing).
+ * null when the address can be used.
+ */
+export function loopbackRefusal(host: string, nnodes: number, sameMachine: boolean): string | null {
+  if (nnodes <= 1 || sameMachine || !isLoopback(host)) {
+    return null;
+  }
+  return (
+    `${host} is this machine's loopback: a node on another machine cannot reach it. ` +
+    'Give an address of this machine the other nodes reach, or tick "all nodes on this machine (testing)".'
+  );
+}
+
+/** The address the form proposes for this machine: its first reachable one, else loopback (s). */
+export function proposedHost(engines: ReadonlyArray<EngineInfo> | null): string | null {
+  const nodes = engines?.find(e => e.name === 'torchrun-nodes');
+  return nodes?.addresses?.[0] ?? null;
 }

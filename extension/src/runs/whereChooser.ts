@@ -13,12 +13,14 @@ import {
   WHERE_FIELDS,
   WhereField,
   WhereOutcome,
+  SAME_MACHINE,
   WhereRaw,
   buildWhere,
   engineChoices,
   initialEngine,
   initialWhereRaw,
   parseWhereField,
+  proposedHost,
   whereRangeText
 } from './where';
 
@@ -83,6 +85,17 @@ export class WhereChooser {
   /** Offer the server's engines (null with the error when GET runs/engines failed: this machine only). */
   setEngines(engines: ReadonlyArray<EngineInfo> | null, error = ''): void {
     this._note.textContent = error ? `Only this machine: the engines could not be listed (${error}).` : '';
+    this._addresses = engines?.find(e => e.name === 'torchrun-nodes')?.addresses ?? [];
+    // Propose an address the other nodes can reach, in place of loopback, unless one was typed.
+    const proposal = proposedHost(engines);
+    const nodes = this._raw['torchrun-nodes'] ?? initialWhereRaw('torchrun-nodes');
+    if (proposal && (nodes.host ?? '127.0.0.1') === '127.0.0.1') {
+      this._raw['torchrun-nodes'] = { ...nodes, host: proposal };
+      const shown = this._engine === 'torchrun-nodes' ? this._inputs.get('host') : undefined;
+      if (shown && shown.value === '127.0.0.1') {
+        shown.value = proposal;
+      }
+    }
     this._setChoices(engineChoices(engines, this._launcher));
   }
 
@@ -169,6 +182,9 @@ export class WhereChooser {
     for (const field of WHERE_FIELDS[engine]) {
       this._options.appendChild(this._field(field, raw[field.name] ?? ''));
     }
+    if (engine === 'torchrun-nodes') {
+      this._options.appendChild(this._sameMachineToggle(raw[SAME_MACHINE] === 'true'));
+    }
     this._options.hidden = !WHERE_FIELDS[engine].length;
   }
 
@@ -226,9 +242,29 @@ export class WhereChooser {
   private _current(): WhereRaw {
     const raw: WhereRaw = {};
     for (const [name, input] of this._inputs) {
-      raw[name] = input.value;
+      raw[name] = input instanceof HTMLInputElement && input.type === 'checkbox' ? (input.checked ? 'true' : '') : input.value;
     }
     return raw;
+  }
+
+  /**
+   * "All nodes on this machine (testing)": the one case where loopback is a right address.
+   * Also says which addresses of this machine the other nodes may use.
+   */
+  private _sameMachineToggle(checked: boolean): HTMLElement {
+    const box = h('input', { attrs: { type: 'checkbox', name: `where-${SAME_MACHINE}` } });
+    box.checked = checked;
+    box.addEventListener('change', () => this._setError('host', ''));
+    this._inputs.set(SAME_MACHINE, box);
+    const addresses = this._addresses.length
+      ? `This machine's addresses: ${this._addresses.join(', ')}.`
+      : 'This machine lists no address besides loopback: other machines cannot reach it.';
+    return h(
+      'div',
+      { className: 'gpudojo-run-where-same-machine' },
+      h('label', {}, box, ' All nodes on this machine (testing): allow 127.0.0.1'),
+      h('span', { className: 'gpudojo-run-form-help gpudojo-run-where-addresses', text: addresses })
+    );
   }
 
   private _setError(name: string, message: string): void {
@@ -250,5 +286,6 @@ export class WhereChooser {
   private _options: HTMLElement;
   private _note: HTMLElement;
   private _inputs = new Map<string, HTMLInputElement | HTMLSelectElement>();
+  private _addresses: string[] = [];
   private _errors = new Map<string, HTMLElement>();
 }

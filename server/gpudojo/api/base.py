@@ -6,7 +6,8 @@ import getpass
 import json
 import sys
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
+from urllib.parse import quote
 
 from jupyter_core.utils import ensure_async
 from jupyter_server.auth.decorator import authorized, ws_authenticated
@@ -149,6 +150,20 @@ class GPUDojoHandler(ExtensionHandlerMixin, APIHandler):
         self.finish(json.dumps(body))
 
 
+# RFC 5987's attr-char beyond letters and digits (quote() keeps "_.-~" and those itself).
+_ATTR_CHARS = "!#$&+^`|"
+
+
+def attachment(name: str) -> str:
+    """Content-Disposition for a download called ``name`` (RFC 6266): the name itself, UTF-8 and
+    percent-encoded, in filename* (RFC 5987), after a plain ASCII filename for older clients.
+    Headers are Latin-1 on the wire, so "fullwidth\\uff0e.json" as it is would not go out at all,
+    and a quote or a control character in a name must not end the header's quoted string."""
+    fallback = "".join(c if " " <= c <= "~" and c not in '"\\' else "_" for c in name) or "download"
+    encoded = quote(name.encode("utf-8", errors="replace"), safe=_ATTR_CHARS)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{encoded}"
+
+
 def file_id_query(what: str, run_file: str) -> dict[str, Any]:
     """openapi.json's words for a file-analysis id (?capture=, ?trace=): a run's file, its name
     matching the regex ``run_file``, or a file under the server's root."""
@@ -222,14 +237,14 @@ class FileQueryHandler(GPUDojoHandler):
             raise ApiError(400, "invalid_request", f"{name} must be a finite number")
         return value
 
-    async def send_file(self, path: Any) -> None:
-        """The file itself, as an attachment, in 1 MiB chunks."""
-        # As Jupyter's own /files/ handler does: a cookie-authenticated download needs this
-        # site's Referer (or the _xsrf token), so another site cannot pull a file in with <script>.
-        self.check_xsrf_cookie()
-        self.set_header("Content-Type", "application/octet-stream")
-        self.set_header("Content-Disposition", f'attachment; filename="{path.name}"')
-        with open(path, "rb") as f:
+    async def send_file(self, name: str, f: BinaryIO) -> None:
+        """An open file (closed here) as an attachment called ``name``, in 1 MiB chunks."""
+        with f:
+            # As Jupyter's own /files/ handler does: a cookie-authenticated download needs this
+            # site's Referer (or the _xsrf token), so another site cannot pull a file in with <script>.
+            self.check_xsrf_cookie()
+            self.set_header("Content-Type", "application/octet-stream")
+            self.set_header("Content-Disposition", attachment(name))
             while chunk := f.read(1 << 20):
                 self.write(chunk)
                 await self.flush()

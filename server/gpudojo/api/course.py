@@ -12,6 +12,7 @@ from tornado import web
 from .base import GPUDojoHandler
 
 LESSON_ID = r"(?P<lesson_id>[a-z0-9][a-z0-9-]{0,99})"
+LAB_ID = r"(?P<lab_id>[a-z0-9][a-z0-9-]{0,99})"
 
 
 def _models():
@@ -48,6 +49,15 @@ class LessonHandler(CourseHandler):
     @authorized
     async def get(self, lesson_id: str) -> None:
         self.write_model(await self.call(lambda c, u, i: c.lesson(u, i), self.user_name, lesson_id))
+
+
+class LabReadmeHandler(CourseHandler):
+    api_doc = {"get": {"summary": "A lab's README (markdown), to read before running it", "response": "LabReadme"}}
+
+    @web.authenticated
+    @authorized
+    async def get(self, lab_id: str) -> None:
+        self.write_model(await self.call(lambda c, i: c.lab_readme(i), lab_id))
 
 
 class QuizHandler(CourseHandler):

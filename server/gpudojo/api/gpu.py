@@ -46,11 +46,16 @@ class TelemetryHandler(GPUDojoWebSocket):
         super().open(*args, **kwargs)
         sampler = self.services.sampler
         hz = self._requested_hz()
-        mode = await self.services.in_gpu_thread(lambda: self.services.probe.mode)
+        probe = self.services.probe
+        mode, recording = await self.services.in_gpu_thread(lambda: (probe.mode, probe.inventory().recording))
         from ..gpu.models import TelemetryHistory
 
         history = TelemetryHistory(
-            rate_hz=sampler.clamp(hz), max_hz=sampler.max_hz, mode=mode, samples=sampler.history()
+            rate_hz=sampler.clamp(hz),
+            max_hz=sampler.max_hz,
+            mode=mode,
+            recording=recording if mode == "replay" else None,
+            samples=sampler.history(),
         )
         self.write_message(history.model_dump_json())
         self._sub = sampler.subscribe(self._send, hz)

@@ -153,8 +153,8 @@ class RawHandler(MemoryBase):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        path = await self.call(self.services.memory.resolve, self.capture_arg())
-        await self.send_file(path)
+        name, f = await self.call(self.services.memory.open_raw, self.capture_arg())
+        await self.send_file(name, f)
 
 
 class EstimateHandler(MemoryBase):

@@ -179,5 +179,5 @@ class TraceRawHandler(ProfileBase):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        path = await self.call(self.services.profile.resolve, self.trace_arg())
-        await self.send_file(path)
+        name, f = await self.call(self.services.profile.open_raw, self.trace_arg())
+        await self.send_file(name, f)

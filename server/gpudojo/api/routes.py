@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from .base import UnknownRouteHandler
 from .course import (
+    LAB_ID,
     LESSON_ID,
     AcceptanceHandler,
     CatalogHandler,
+    LabReadmeHandler,
     LessonHandler,
     ModuleTestHandler,
     NotebookHandler,
@@ -64,6 +66,7 @@ ROUTES: list[tuple[str, type]] = [
     ("course/progress", ProgressHandler),
     ("course/module-test", ModuleTestHandler),
     ("course/acceptance", AcceptanceHandler),
+    (f"course/labs/{LAB_ID}/readme", LabReadmeHandler),
     (f"exercises/{EXERCISE_ID}", ExerciseHandler),
     (f"exercises/{EXERCISE_ID}/start", ExerciseStartHandler),
     (f"exercises/{EXERCISE_ID}/check", ExerciseCheckHandler),

@@ -6,8 +6,17 @@ first. Check copies the learner's folder into a scratch folder and runs the exer
 hidden pytest checks (``checks/``, never copied into the workspace) against it in a child
 process of its own (its own session, the manifest's time limit, a cap on its output). The
 checks are ordinary pytest files written against gpudojo.worker.checkkit, whose plugin
-turns pytest's report of each test into one JSON line per requirement; the service reads
-those lines while the child runs, so a client polling the exercise sees requirements tick.
+turns pytest's report of each test into one JSON line per requirement, written to a pipe
+only the pytest process inherits; the service reads those lines while the child runs, so a
+client polling the exercise sees requirements tick.
+
+The learner's code is the adversary here: it gains from a forged result. It runs only in
+programs the checks start, each in a bubblewrap sandbox (gpudojo.worker.sandbox) that shows
+it neither the check process, nor the checks, nor the course content or the data dir, and
+holds no end of the results pipe. The checks run from a read-only copy in a control folder
+beside the scratch folder, so nothing planted next to them or above them is collected. An
+attempt is completed only when pytest itself exited 0 and every applicable requirement
+passed.
 
 Why pytest rather than a runner of our own: fixtures, skips, assertion messages and
 reporting are what a check needs, authors already know them, and each requirement's
@@ -16,6 +25,7 @@ result comes from pytest's own report (see content/exercises/FORMAT.md).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -26,6 +36,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import Conflict, Forbidden, NotFound, TooLarge, Unavailable
 from .catalog import CourseCatalog, Item
@@ -40,6 +51,9 @@ from .models import (
 )
 from .progress import ProgressStore
 
+if TYPE_CHECKING:
+    from ..worker.sandbox import SandboxSupport
+
 log = logging.getLogger(__name__)
 
 WORKSPACE_FOLDER = "gpudojo-exercises"
@@ -47,6 +61,7 @@ WORKSPACE_FOLDER = "gpudojo-exercises"
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")
 MAX_COPY_BYTES = 64 << 20  # a learner's folder larger than this is refused by Check
 MAX_LOG_BYTES = 4 << 20  # the check process's own output past this stops the check
+MAX_RESULT_LINE = 1 << 20  # bytes: a longer result line from the checks is dropped
 POLL_S = 0.1
 
 
@@ -62,6 +77,7 @@ class _Running:
     record: bool = True
     pid: int | None = None
     cancelled: bool = False
+    sandbox: SandboxSupport | None = None
 
 
 class ExerciseService:
@@ -74,12 +90,16 @@ class ExerciseService:
         *,
         max_concurrent: int = 2,
         python: str = sys.executable,
+        sandbox: bool = True,
     ) -> None:
+        """``sandbox=False`` runs learner programs unsandboxed (to measure the sandbox's
+        cost); otherwise they are sandboxed wherever bubblewrap can run."""
         self.catalog = catalog
         self.store = store
         self.root_dir = root_dir
         self.scratch_root = scratch_root
         self.python = python
+        self.sandbox = sandbox
         self.max_concurrent = max_concurrent
         self._slots = threading.BoundedSemaphore(max_concurrent)
         self._lock = threading.Lock()
@@ -199,12 +219,15 @@ class ExerciseService:
                 f"{source.name} holds {size / 2**20:.0f} MiB; a check copies at most "
                 f"{MAX_COPY_BYTES / 2**20:.0f} MiB (move data files and checkpoints out of it)."
             )
+        support = self._sandbox_support()
         attempt = CheckAttempt(
             id=uuid.uuid4().hex[:12],
             exercise=exercise_id,
             status="running",
             mode="gpu" if gpus > 0 else "cpu",
             started_at=time.time(),
+            sandbox="bubblewrap" if support.available else "none",
+            sandbox_reason=support.reason,
             results=[
                 RequirementResult(id=r.id, statement=r.statement, gpu=r.gpu, outcome="pending")
                 for r in meta.requirements
@@ -220,13 +243,20 @@ class ExerciseService:
                 n = self.max_concurrent
                 what = f"{n} checks are" if n != 1 else "A check is"
                 raise Conflict(f"{what} already running on this server (its limit); try again when one finishes.")
-            running = _Running(attempt=attempt, user=user, record=folder is None)
+            running = _Running(attempt=attempt, user=user, record=folder is None, sandbox=support)
             self._running[key] = running
         thread = threading.Thread(
             target=self._run, args=(running, meta, source, gpus), name=f"gpudojo-check-{exercise_id}", daemon=True
         )
         thread.start()
         return attempt.model_copy(deep=True)
+
+    def _sandbox_support(self) -> SandboxSupport:
+        from ..worker.sandbox import SandboxSupport, support
+
+        if not self.sandbox:
+            return SandboxSupport(None, "the sandbox is turned off for this exercise service (sandbox=False)")
+        return support()
 
     def wait(self, user: str, exercise_id: str, timeout_s: float | None = None) -> CheckAttempt | None:
         """Block until the running check of this exercise ends; its final attempt (None if
@@ -262,7 +292,7 @@ class ExerciseService:
             except Exception:
                 log.exception("gpudojo: could not store the check of %s", meta.id)
             shutil.rmtree(scratch, ignore_errors=True)
-            shutil.rmtree(control, ignore_errors=True)
+            _remove_read_only(control)
             with self._lock:
                 self._running.pop((running.user, meta.id), None)
             self._slots.release()
@@ -271,6 +301,8 @@ class ExerciseService:
     def _run_checks(
         self, running: _Running, meta: ExerciseMeta, source: Path, scratch: Path, control: Path, gpus: int
     ) -> None:
+        import subprocess
+
         from ..runs.procs import ProcessTree
         from ..worker import checkenv
 
@@ -281,28 +313,40 @@ class ExerciseService:
             (scratch / sub).mkdir(parents=True, exist_ok=True)
         control.mkdir(parents=True, mode=0o700)
         shutil.copytree(source, work, ignore=IGNORED, symlinks=True)
-        results = control / "results.jsonl"
+        # The checks run from a copy of their own: nothing planted beside or above the
+        # packaged ones is collected (pytest reads no conftest.py above its rootdir,
+        # `control`), and the copy is read-only once made.
+        checks = control / "checks"
+        shutil.copytree(folder / "checks", checks, ignore=IGNORED)
         ini = control / "pytest.ini"
         ini.write_text("[pytest]\n", encoding="utf-8")  # none of the repository's pytest settings
         logfile = control / "check.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUDOJO_EXERCISE", "PYTEST_", "COV_"))}
+        logfile.touch(mode=0o600)
+        _make_read_only(checks)
+        _make_read_only(ini)
+        control.chmod(0o500)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(checkenv.CHECK_PREFIXES)}
         env.update(
             {
                 checkenv.ENV_WORK: str(work),
-                checkenv.ENV_RESULTS: str(results),
                 checkenv.ENV_MANIFEST: str(folder / "exercise.toml"),
                 checkenv.ENV_SCRATCH: str(scratch),
                 checkenv.ENV_GPUS: str(gpus),
                 "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-                "PYTHONDONTWRITEBYTECODE": "1",  # nothing written into the packaged checks
+                "PYTHONDONTWRITEBYTECODE": "1",  # nothing written into the checks
                 "TMPDIR": str(scratch / "tmp"),
             }
         )
+        support = running.sandbox
+        if support is not None and support.available:
+            env[checkenv.ENV_SANDBOX] = json.dumps(
+                {"bwrap": support.bwrap, "hide": [str(p) for p in self._hidden(folder, control)], "checks": str(checks)}
+            )
         argv = [
             self.python,
             "-m",
             "pytest",
-            str(folder / "checks"),
+            str(checks),
             "-c",
             str(ini),
             "--rootdir",
@@ -316,39 +360,57 @@ class ExerciseService:
             "-rN",
             f"--basetemp={scratch / 'pytest-tmp'}",
         ]
-        import subprocess
-
-        with open(logfile, "wb") as log_out:
-            proc = subprocess.Popen(
-                argv, cwd=scratch, env=env, stdout=log_out, stderr=subprocess.STDOUT, start_new_session=True
-            )
+        read_end, write_end = os.pipe()
+        env[checkenv.ENV_RESULTS_FD] = str(write_end)
+        results = _ResultLines()
+        try:
+            # cwd is the read-only control folder: `python -m` puts it first on sys.path,
+            # where a module planted in scratch would otherwise shadow a later import.
+            with open(logfile, "wb") as log_out:
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=control,
+                    env=env,
+                    stdout=log_out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    pass_fds=(write_end,),
+                )
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)  # pytest holds the only write end
+        os.set_blocking(read_end, False)
         running.pid = proc.pid
         tree = ProcessTree(proc.pid)
         deadline = time.monotonic() + meta.time_limit_s
-        offset = 0
         stopped: str | None = None
-        while True:
-            code = proc.poll()
-            tree.refresh()
-            offset = self._read_results(attempt, results, offset)
-            if code is not None:
-                break
-            if running.cancelled:
-                stopped = "The check was stopped (the server is shutting down)."
-            elif time.monotonic() > deadline:
-                stopped = (
-                    f"The checks ran past the exercise's time limit of {meta.time_limit_s} s and were stopped "
-                    "(does your code loop forever, or wait for input?)."
-                )
-            elif logfile.stat().st_size > MAX_LOG_BYTES:
-                stopped = "The checks printed more than 4 MiB and were stopped."
-            if stopped:
-                tree.kill()
-                proc.wait()
-                break
-            time.sleep(POLL_S)
-        tree.kill()  # whatever a learner's program left running in sessions of its own
-        self._read_results(attempt, results, offset)
+        try:
+            while True:
+                code = proc.poll()
+                tree.refresh()
+                self._fold(attempt, results.read(read_end))
+                if code is not None:
+                    break
+                if running.cancelled:
+                    stopped = "The check was stopped (the server is shutting down)."
+                elif time.monotonic() > deadline:
+                    stopped = (
+                        f"The checks ran past the exercise's time limit of {meta.time_limit_s} s and were stopped "
+                        "(does your code loop forever, or wait for input?)."
+                    )
+                elif logfile.stat().st_size > MAX_LOG_BYTES:
+                    stopped = "The checks printed more than 4 MiB and were stopped."
+                if stopped:
+                    tree.kill()
+                    proc.wait()
+                    break
+                time.sleep(POLL_S)
+            tree.kill()  # whatever a learner's program left running in sessions of its own
+            self._fold(attempt, results.read(read_end))
+        finally:
+            os.close(read_end)
         with self._lock:
             if stopped:
                 attempt.status = "error"
@@ -356,6 +418,14 @@ class ExerciseService:
                 for r in attempt.results:
                     if r.outcome == "pending":
                         r.outcome, r.message = "failed", "Not checked: " + stopped
+            elif code == 1 and not any(r.outcome == "failed" for r in attempt.results):
+                # pytest saw a failure that no requirement reported (a fixture's teardown, a
+                # test tied to no requirement): the attempt cannot count as completed.
+                attempt.status = "error"
+                attempt.error = f"A check failed outside the requirements (pytest exit 1): {_tail(logfile)}"
+                for r in attempt.results:
+                    if r.outcome == "pending":
+                        r.outcome, r.message = "failed", "Not checked: a check failed outside the requirements."
             elif code not in (0, 1):  # 2-4: interrupted, internal or usage error, 5: no tests
                 attempt.status = "error"
                 attempt.error = f"The checks could not run (pytest exit {code}): {_tail(logfile)}"
@@ -368,27 +438,37 @@ class ExerciseService:
                     if r.outcome == "pending":
                         r.outcome, r.message = "failed", "No check ran for this requirement."
 
-    def _read_results(self, attempt: CheckAttempt, path: Path, offset: int) -> int:
-        """Fold the result lines written since ``offset`` into the attempt; the new offset."""
+    def _hidden(self, folder: Path, control: Path) -> list[Path]:
+        """What learner programs must not see: the course content (this catalog's and the
+        package's), the data dir (progress, every check's scratch and control folders) and
+        Jupyter's runtime dir (the server's token)."""
+        import gpudojo
+
+        from ..paths import material_root
+        from ..worker.sandbox import hidden_folders
+
+        paths = [folder.parents[1], material_root("content"), self.store.path.parent, self.scratch_root, control]
         try:
-            with open(path, "rb") as f:
-                f.seek(offset)
-                data = f.read()
-        except FileNotFoundError:
-            return offset
-        end = data.rfind(b"\n") + 1  # a line being written is read next time
+            from jupyter_core.paths import jupyter_runtime_dir
+
+            paths.append(Path(jupyter_runtime_dir()))
+        except Exception:  # no jupyter_core (the CLI on its own): no runtime dir to hide
+            pass
+        keep = [Path(sys.prefix), Path(sys.base_prefix), Path(self.python).parent, Path(gpudojo.__file__).parent]
+        return hidden_folders(paths, keep=keep)
+
+    def _fold(self, attempt: CheckAttempt, lines: list[bytes]) -> None:
+        """Fold result lines from the checks' pipe into the attempt."""
         by_id = {r.id: r for r in attempt.results}
         with self._lock:
-            for line in data[:end].splitlines():
+            for line in lines:
                 try:
                     rec = json.loads(line)
-                except ValueError:
+                    r = by_id.get(rec.get("requirement") or "")
+                    if r is not None:
+                        _merge(r, rec)
+                except (ValueError, TypeError, AttributeError):
                     continue
-                r = by_id.get(rec.get("requirement") or "")
-                if r is None:
-                    continue
-                _merge(r, rec)
-        return offset + end
 
     def running(self) -> list[tuple[str, str]]:
         with self._lock:
@@ -403,6 +483,52 @@ class ExerciseService:
             r.cancelled = True
         for r in runs:
             r.done.wait(timeout_s)
+
+
+class _ResultLines:
+    """The complete lines read so far from the checks' results pipe."""
+
+    def __init__(self) -> None:
+        self.partial = b""
+
+    def read(self, fd: int) -> list[bytes]:
+        """Every complete line that can be read from ``fd`` (non-blocking) now."""
+        data = b""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        if not data:
+            return []
+        *lines, self.partial = (self.partial + data).split(b"\n")
+        if len(self.partial) > MAX_RESULT_LINE:
+            self.partial = b""
+        return [line for line in lines if len(line) <= MAX_RESULT_LINE]
+
+
+def _make_read_only(path: Path) -> None:
+    """Files 0400 and folders 0500 under ``path`` (and ``path`` itself)."""
+    if path.is_dir():
+        for p in path.rglob("*"):
+            p.chmod(0o500 if p.is_dir() else 0o400)
+        path.chmod(0o500)
+    else:
+        path.chmod(0o400)
+
+
+def _remove_read_only(path: Path) -> None:
+    """Remove a folder that :func:`_make_read_only` locked (a non-root owner could not)."""
+    if not path.exists():
+        return
+    for p in [path, *path.rglob("*")]:
+        if p.is_dir() and not p.is_symlink():
+            with contextlib.suppress(OSError):
+                p.chmod(0o700)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _merge(r: RequirementResult, rec: dict) -> None:

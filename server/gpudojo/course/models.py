@@ -65,6 +65,9 @@ class CatalogItem(_Model):
     needs: Needs
     cpu_path: str | None = None
     launcher: str | None = Field(None, description="A lab's launcher: python or torchrun (None for lessons)")
+    lesson: str | None = Field(
+        None, description="A lab's or exercise's place in the course: the first lesson that names it (None: after all)"
+    )
     progress: ProgressEntry
 
 
@@ -175,6 +178,14 @@ class RelatedItem(_Model):
     kind: Kind
     id: str
     title: str
+
+
+class LabReadme(_Model):
+    """GET course/labs/{id}/readme: a lab's README, to render as markdown."""
+
+    id: str
+    title: str
+    markdown: str = Field(description="labs/<id>/README.md as written (empty when the lab has none)")
 
 
 class LessonDoc(_Model):
@@ -334,8 +345,19 @@ class CheckAttempt(_Model):
     finished_at: float | None = None
     passed: int = 0
     applicable: int = Field(0, description="Requirements not skipped")
-    completed: bool = Field(False, description="Every applicable requirement passed")
+    completed: bool = Field(
+        False, description="pytest exited 0 and every applicable requirement passed (no error stopped the check)"
+    )
     error: str | None = None
+    sandbox: Literal["bubblewrap", "none"] | None = Field(
+        None,
+        description=(
+            "Where the learner's programs ran: bubblewrap (a sandbox: no view of the checks, the server or the "
+            "network, writes only in scratch), none (not sandboxed: sandbox_reason says why); null for attempts "
+            "recorded before sandboxes"
+        ),
+    )
+    sandbox_reason: str = Field("", description="Why the learner's programs were not sandboxed; empty when they were")
     results: list[RequirementResult]
 
 

@@ -13,6 +13,8 @@ import secrets
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -60,6 +62,21 @@ CREATE TABLE IF NOT EXISTS installation_secrets (
 """
 
 
+@dataclass(frozen=True)
+class ProgressChange:
+    """One write to a user's progress: an item's status set, or a quiz attempt graded.
+
+    ``kind`` is lesson, lab, exercise or module-test; ``status`` is the item's status after a
+    status write (None for an attempt); ``score``/``total`` come with an attempt."""
+
+    user: str
+    kind: str
+    item_id: str
+    status: str | None = None
+    score: int | None = None
+    total: int | None = None
+
+
 class ProgressStore:
     """Progress of every user of one server, in one SQLite file (WAL)."""
 
@@ -68,7 +85,20 @@ class ProgressStore:
         self.timeout_s = timeout_s
         self._lock = threading.Lock()
         self._secrets: dict[str, bytes] = {}
+        self._listeners: list[Callable[[ProgressChange], None]] = []
         self._db = self._open()
+
+    def add_listener(self, listener: Callable[[ProgressChange], None]) -> None:
+        """Call ``listener`` after every progress write, on the writing thread (a run's, a
+        check's or the io executor's): it must hand work elsewhere, not block."""
+        self._listeners.append(listener)
+
+    def _changed(self, change: ProgressChange) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(change)
+            except Exception:  # a listener's failure must not fail the write it follows
+                log.exception("gpudojo: a progress listener failed")
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,7 +165,9 @@ class ProgressStore:
                                          ELSE NULL END""",
                 (user, kind, item_id, status, now, now if status == "completed" else None),
             )
-        return self.entry(user, kind, item_id)
+        entry = self.entry(user, kind, item_id)
+        self._changed(ProgressChange(user=user, kind=kind, item_id=item_id, status=entry.status))
+        return entry
 
     def record_attempt(self, user: str, key: str, result: QuizResult) -> float:
         """Store one graded attempt of quiz ``key`` (a lesson id, or ':module-test'); returns its time."""
@@ -145,6 +177,9 @@ class ProgressStore:
                 "INSERT INTO quiz_attempts (user, lesson_id, at, score, total, result) VALUES (?, ?, ?, ?, ?, ?)",
                 (user, key, at, result.score, result.total, result.model_dump_json()),
             )
+        # A lesson's quiz under its id; a test of its own (':module-test') under its name.
+        kind, item_id = ("module-test", key.lstrip(":")) if key.startswith(":") else ("lesson", key)
+        self._changed(ProgressChange(user=user, kind=kind, item_id=item_id, score=result.score, total=result.total))
         return at
 
     def attempt_stats(

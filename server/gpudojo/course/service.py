@@ -12,6 +12,7 @@ from .models import (
     AcceptanceSpec,
     Catalog,
     CatalogItem,
+    LabReadme,
     LessonDoc,
     ModuleTest,
     ModuleTestDoc,
@@ -47,12 +48,20 @@ class CourseService:
         data = self.catalog_source.data()
         progress = self.store.entries(user)
 
+        # A lab or exercise takes its place after the first lesson that names it.
+        first_lesson: dict[tuple[str, str], str] = {}
+        for lesson in sorted(data.lessons, key=lambda x: x.meta.order):
+            for kind, ids in (("lab", lesson.meta.labs), ("exercise", lesson.meta.exercises)):
+                for item_id in ids:
+                    first_lesson.setdefault((kind, item_id), lesson.meta.id)
+
         def items(kind: str, entries: list) -> list[CatalogItem]:
             return [
                 CatalogItem(
                     kind=kind,  # type: ignore[arg-type]
                     **e.meta.model_dump(include={"id", "title", "order", "minutes", "needs", "cpu_path"}),
                     launcher=getattr(e.meta, "launcher", None) if kind == "lab" else None,
+                    lesson=first_lesson.get((kind, e.meta.id)),
                     progress=progress.get((kind, e.meta.id), ProgressEntry(kind=kind, id=e.meta.id)),  # type: ignore[arg-type]
                 )
                 for e in entries
@@ -145,6 +154,17 @@ class CourseService:
             progress=self.store.entry(user, "lesson", lesson_id),
             last_quiz=self.store.last_quiz(user, lesson_id),
         )
+
+    def lab_readme(self, lab_id: str) -> LabReadme:
+        """A lab's README.md as written (empty when the lab has none)."""
+        lab = next((x for x in self.catalog_source.data().labs if x.meta.id == lab_id), None)
+        if lab is None:
+            raise UnknownItem(f"No lab {lab_id!r} in the course.")
+        root = self.catalog_source.labs_root.resolve()
+        readme = (lab.path.parent / "README.md").resolve()
+        if not readme.is_relative_to(root) or not readme.is_file():
+            return LabReadme(id=lab_id, title=lab.meta.title, markdown="")
+        return LabReadme(id=lab_id, title=lab.meta.title, markdown=readme.read_text(encoding="utf-8", errors="replace"))
 
     def answer_quiz(self, user: str, lesson_id: str, answers: dict[str, list[str]]) -> QuizResult:
         lesson = self._lesson(self.catalog_source.data(), lesson_id)

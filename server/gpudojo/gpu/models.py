@@ -97,6 +97,16 @@ class Topology(_Model):
     matrix: list[list[str]] = Field(default_factory=list)
 
 
+class RecordingInfo(_Model):
+    """What a replayed recording is: measured or synthetic, its rate (Hz) and length (s)."""
+
+    synthetic: bool = Field(False, description="True for a generated stand-in, not measured on a GPU")
+    note: str | None = Field(None, description="One line on what the recording shows")
+    rate_hz: float | None = Field(None, description="Rate the samples were taken at (Hz)")
+    duration_s: float | None = Field(None, description="Time from the first sample to the last (s)")
+    cycle_s: float | None = Field(None, description="One pass of the replay: duration plus one period (s)")
+
+
 class GpuInventory(_Model):
     """Static facts of every visible GPU, or why there are none."""
 
@@ -108,6 +118,7 @@ class GpuInventory(_Model):
     nvml_version: str | None = None
     gpus: list[GpuFacts] = Field(default_factory=list)
     topology: Topology | None = None
+    recording: RecordingInfo | None = Field(None, description="Set when the facts come from a recording")
 
 
 class HostFacts(_Model):
@@ -130,6 +141,11 @@ class TelemetrySample(_Model):
 
     type: Literal["sample"] = "sample"
     t: float = Field(description="Unix time of the reading, in seconds")
+    recording_t: float | None = Field(
+        None,
+        description="Replay only: recording time of the GPU readings since the replay began, "
+        "increasing across passes; modulo recording.cycle_s it is the time into the recording (s)",
+    )
     host: HostSample
     gpus: list[GpuSample] = Field(default_factory=list)
 
@@ -152,9 +168,11 @@ class DevicesResponse(_Model):
     nvml_version: str | None = None
     gpus: list[GpuDevice] = Field(default_factory=list)
     topology: Topology | None = None
+    recording: RecordingInfo | None = Field(None, description="Replay only: what the recording is")
     host: HostFacts
     host_sample: HostSample
     t: float
+    recording_t: float | None = Field(None, description="Replay only: as in TelemetrySample (s)")
 
 
 class TelemetryControl(_Model):
@@ -171,6 +189,7 @@ class TelemetryHistory(_Model):
     rate_hz: float
     max_hz: float
     mode: Literal["gpu", "replay", "cpu"]
+    recording: RecordingInfo | None = Field(None, description="Replay only: what the recording is")
     samples: list[TelemetrySample]
 
 

@@ -29,8 +29,8 @@ class GpuBackend(Protocol):
 
 
 def make_backend(replay_file: str | None = None) -> GpuBackend:
-    """Live NVML unless a recording to replay is named."""
-    return ReplayBackend(replay_file) if replay_file else NvmlBackend()
+    """Live NVML unless a recording to replay is named (then played at its own speed)."""
+    return ReplayBackend(replay_file, paced=True) if replay_file else NvmlBackend()
 
 
 class GpuProbe:
@@ -106,7 +106,9 @@ class GpuProbe:
             if self._host_sampler is None:
                 self._host_sampler = HostSampler()
             host = self._host_sampler.sample()
-            return TelemetrySample(t=self._clock(), host=host, gpus=self.gpu_samples())
+            gpus = self.gpu_samples()
+            recording_t = self.backend.position_s if isinstance(self.backend, ReplayBackend) and gpus else None
+            return TelemetrySample(t=self._clock(), recording_t=recording_t, host=host, gpus=gpus)
 
     def devices(self) -> DevicesResponse:
         """Facts and a current reading of every GPU and of the host."""
@@ -124,9 +126,11 @@ class GpuProbe:
                 nvml_version=inv.nvml_version,
                 gpus=[GpuDevice(**f.model_dump(), sample=by_index.get(f.index)) for f in inv.gpus],
                 topology=inv.topology,
+                recording=inv.recording,
                 host=self.host(),
                 host_sample=reading.host,
                 t=reading.t,
+                recording_t=reading.recording_t,
             )
 
     def close(self) -> None:

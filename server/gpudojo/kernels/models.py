@@ -14,7 +14,7 @@ Language = Literal["cuda", "numba"]
 Severity = Literal["error", "warning", "note"]
 LimitedBy = Literal["warps", "blocks", "registers", "shared_memory"]
 ArrayDtype = Literal["float16", "float32", "float64", "int8", "int32", "int64", "uint8", "uint32", "uint64"]
-RunMode = Literal["gpu", "simulator", "none"]
+RunMode = Literal["gpu", "simulator", "cpu-emulation", "none"]
 
 ARCH_PATTERN = r"^sm_[0-9]{2,3}[af]?$"
 
@@ -240,8 +240,10 @@ class RunRequest(_Model):
     repeats: int = Field(20, ge=1, le=1000)
     arch: Arch | None = Field(None, description="Compile for this arch; default: the GPU's")
     options: CompileOptions = Field(default_factory=CompileOptions)
-    mode: Literal["auto", "gpu", "simulator"] = Field(
-        "auto", description="auto: the GPU when there is one, else the simulator (numba) or compile only (CUDA C)"
+    mode: Literal["auto", "gpu", "simulator", "cpu-emulation"] = Field(
+        "auto",
+        description="auto: the GPU when there is one, else the simulator (numba) or the CPU emulator (CUDA C); "
+        "cpu-emulation: CUDA C on the CPU even where there is a GPU",
     )
 
     @model_validator(mode="after")
@@ -299,11 +301,22 @@ class RunError(_Model):
         "bad_spec",
         "check_error",
         "exception",
+        "deadlock",
+        "unsupported",
     ]
     message: str
     thread: list[int] | None = Field(None, description="threadIdx of the failing thread, when known")
     block: list[int] | None = Field(None, description="blockIdx of the failing thread, when known")
     line: int | None = Field(None, description="Source line, when known")
+
+
+class EmulatorInfo(_Model):
+    """How the CPU emulator built and ran a CUDA C kernel (mode cpu-emulation)."""
+
+    compiler: str = Field(description="The host C++ compiler, with its version")
+    cached: bool = Field(description="The binary came from the kernel cache")
+    compile_ms: float = Field(description="g++ time for this run (0 when cached)")
+    run_ms: float = Field(description="Wall clock of the emulated launch on the CPU")
 
 
 class RunResult(_Model):
@@ -318,6 +331,7 @@ class RunResult(_Model):
     error: RunError | None = None
     stdout: str = ""
     compile: CompileResult | None = Field(None, description="The compile report (always for CUDA C)")
+    emulator: EmulatorInfo | None = Field(None, description="The CPU emulator's build and run (cpu-emulation)")
     wall_ms: float = 0.0
 
 

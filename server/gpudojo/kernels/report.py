@@ -57,9 +57,12 @@ def compile_text(r: CompileResult, sass: bool = False, ptx: bool = False) -> str
 
 
 def run_text(r: RunResult) -> str:
-    head = {"gpu": f"GPU ({r.device or 'unknown device'})", "simulator": "numba CUDA simulator", "none": "not run"}[
-        r.mode
-    ]
+    head = {
+        "gpu": f"GPU ({r.device or 'unknown device'})",
+        "simulator": "numba CUDA simulator",
+        "cpu-emulation": "CPU emulation",
+        "none": "not run",
+    }[r.mode]
     lines = [f"{r.status.upper()} - {head}", f"  {r.mode_note}"]
     if r.error:
         where = []
@@ -80,6 +83,10 @@ def run_text(r: RunResult) -> str:
     if r.timing:
         t = r.timing
         lines.append(f"  time: mean {t.mean_ms:.4f} ms, min {t.min_ms:.4f} ms over {t.repeats} ({t.method})")
+    if r.emulator:
+        e = r.emulator
+        built = "cached binary" if e.cached else f"compiled in {e.compile_ms:.0f} ms"
+        lines.append(f"  emulator: {e.compiler}, {built}")
     if r.stdout:
         lines.append("  kernel output:\n" + "\n".join("    " + ln for ln in r.stdout.splitlines()[:50]))
     return "\n".join(lines)

@@ -24,6 +24,8 @@ from typing import Any
 from .. import __version__
 from ..errors import Failed, Invalid, TimedOut, TooLarge, Unavailable
 from ..worker.pipe import WarmWorker, WorkerFailure, kill_group
+from .cpu_runner import MODE_NOTE as EMULATOR_NOTE
+from .cpu_runner.source import refusal
 from .models import ArchList, CompileRequest, CompileResult, OccupancyReport, OccupancyRequest, RunRequest, RunResult
 from .occupancy import arch_table, limits_for, occupancy, occupancy_curve
 
@@ -84,6 +86,9 @@ class KernelLimits:
     max_ptx_bytes: int = 4 * 1024 * 1024
     max_sass_instructions: int = 100_000
     simulator_max_threads: int = 4096
+    # The CPU emulator runs about a million threads a second (one fiber each); the time limit
+    # still applies below this.
+    emulator_max_threads: int = 1 << 26
     max_array_elements: int = 1 << 26
     cache_entries: int = 128
     # The compile worker is stopped past this much resident memory (a numba compile needs ~0.4 GB).
@@ -310,20 +315,40 @@ class KernelService:
         use_gpu = gpu is not None and req.mode in ("auto", "gpu")
         if req.mode == "gpu" and gpu is None:
             raise KernelRequestError("mode 'gpu' was asked for but this machine has no usable GPU.", code="no_gpu")
+        if req.mode == "cpu-emulation" and req.language != "cuda":
+            raise KernelRequestError(
+                "mode 'cpu-emulation' runs CUDA C; numba kernels run in the simulator (mode 'simulator').",
+                code="bad_mode",
+            )
         report: CompileResult | None = None
         if req.language == "cuda":
             arch = req.arch or (gpu.arch if use_gpu and gpu and gpu.arch in arch_table() else DEFAULT_ARCH)
-            report = self.compile(
-                CompileRequest(
-                    source=req.source,
-                    language="cuda",
-                    arch=arch,
-                    options=req.options,
-                    block_size=_prod(req.block),
-                    dynamic_shared_bytes=req.shared_bytes,
+            try:
+                report = self.compile(
+                    CompileRequest(
+                        source=req.source,
+                        language="cuda",
+                        arch=arch,
+                        options=req.options,
+                        block_size=_prod(req.block),
+                        dynamic_shared_bytes=req.shared_bytes,
+                    )
                 )
-            )
-            if not report.ok:
+            except NoCompiler:
+                if use_gpu:
+                    raise
+                # The CPU emulator needs only g++: run without the NVRTC report.
+            if not use_gpu and (refused := refusal(req.source)):
+                # Named before anything else: NVRTC may fail on the same line (no mma.h here) less clearly.
+                return RunResult(
+                    status="error",
+                    mode="cpu-emulation",
+                    mode_note=EMULATOR_NOTE,
+                    error=refused,
+                    compile=report,
+                    wall_ms=(time.perf_counter() - t0) * 1000,
+                )
+            if report is not None and not report.ok:
                 return RunResult(
                     status="error",
                     mode="none",
@@ -332,21 +357,26 @@ class KernelService:
                     compile=report,
                     wall_ms=(time.perf_counter() - t0) * 1000,
                 )
-            if req.kernel not in {k.name for k in report.kernels} | {k.symbol for k in report.kernels}:
-                names = ", ".join(k.name for k in report.kernels) or "none"
-                raise KernelRequestError(
-                    f"No kernel named {req.kernel!r} in the source (kernels: {names}).", code="unknown_kernel"
-                )
+            if report is not None:
+                by_symbol = {k.symbol: k.name for k in report.kernels}
+                if req.kernel not in {k.name for k in report.kernels} | set(by_symbol):
+                    names = ", ".join(k.name for k in report.kernels) or "none"
+                    raise KernelRequestError(
+                        f"No kernel named {req.kernel!r} in the source (kernels: {names}).", code="unknown_kernel"
+                    )
             if not use_gpu:
-                return RunResult(
-                    status="not_run",
-                    mode="none",
-                    mode_note="Compiled, not run: no GPU. CUDA C kernels need a GPU to execute; the compile report "
-                    "(PTX, SASS, registers, occupancy) is complete. Write the kernel in numba to run it in the "
-                    "simulator.",
-                    compile=report,
-                    wall_ms=(time.perf_counter() - t0) * 1000,
-                )
+                if req.threads > self.limits.emulator_max_threads:
+                    raise KernelRequestError(
+                        f"The launch has {req.threads} threads; the CPU emulator runs at most "
+                        f"{self.limits.emulator_max_threads} (about a million a second). Make the grid smaller.",
+                        code="too_many_threads",
+                    )
+                if report is not None and req.kernel in by_symbol:
+                    req = req.model_copy(update={"kernel": by_symbol[req.kernel]})
+                result = self._run_child(req.model_copy(update={"arch": arch}), "cpu-emulation")
+                result.compile = report
+                result.wall_ms = (time.perf_counter() - t0) * 1000
+                return result
         if not use_gpu and req.threads > self.limits.simulator_max_threads:
             raise KernelRequestError(
                 f"The launch has {req.threads} threads; the simulator runs at most "
@@ -364,7 +394,18 @@ class KernelService:
             env["NUMBA_ENABLE_CUDASIM"] = "1"
         else:
             env.pop("NUMBA_ENABLE_CUDASIM", None)
-        payload = json.dumps({"request": req.model_dump(), "mode": mode}).encode()
+        message: dict[str, Any] = {"request": req.model_dump(), "mode": mode}
+        timeout_s = self.limits.run_timeout_s
+        if mode == "cpu-emulation":
+            # The launcher stops itself at run_timeout_s with the looping thread's line; waiting
+            # longer here (the g++ compile comes first) only catches a child that could not.
+            message["emulator"] = {
+                "cache_dir": str(self.cache_dir),
+                "compile_timeout_s": self.limits.compile_timeout_s,
+                "time_limit_s": self.limits.run_timeout_s,
+            }
+            timeout_s += self.limits.compile_timeout_s + 10.0
+        payload = json.dumps(message).encode()
         proc = subprocess.Popen(
             [self.python, "-m", "gpudojo.worker.kernel_run"],
             stdin=subprocess.PIPE,
@@ -375,7 +416,7 @@ class KernelService:
         )
         self._runs.add(proc)
         try:
-            out, err = communicate_capped(proc, payload, self.limits.run_timeout_s)
+            out, err = communicate_capped(proc, payload, timeout_s)
         except subprocess.TimeoutExpired:
             kill_group(proc)
             return RunResult(
@@ -384,7 +425,7 @@ class KernelService:
                 mode_note=mode_note(mode),
                 error={
                     "kind": "timeout",
-                    "message": f"The kernel ran longer than {self.limits.run_timeout_s:g} s; its process was "
+                    "message": f"The kernel ran longer than {timeout_s:g} s; its process was "
                     "killed (an endless loop, or too much work for the simulator?).",
                 },
             )
@@ -467,6 +508,8 @@ def _first_error(report: CompileResult) -> str:
 def mode_note(mode: str) -> str:
     if mode == "gpu":
         return "Ran on the GPU; timing from CUDA events."
+    if mode == "cpu-emulation":
+        return EMULATOR_NOTE
     return (
         "Ran in numba's CUDA simulator on the CPU: every thread is a Python thread (about 200 us each), so timing "
         "says nothing about GPU speed, and there is no memory hierarchy, coalescing or occupancy to see."

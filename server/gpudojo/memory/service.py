@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..analysed_files import AnalysedFiles, FileKind, FileRequestError
 from ..errors import ServiceError, TooLarge
@@ -96,6 +96,11 @@ class MemoryService:
     def resolve(self, capture_id: str) -> Path:
         """The file behind a capture id, checked to stay inside its root."""
         return self.files.resolve(capture_id)[0]
+
+    def open_raw(self, capture_id: str) -> tuple[str, BinaryIO]:
+        """The file name and the open capture file for a download, checked as resolve() checks
+        it (no link followed in a run's folder); the caller closes it."""
+        return self.files.open_one(capture_id)
 
     # --- analysis -------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 from ..analysed_files import ALL_RANKS, AnalysedFiles, FileKind, FileRequestError
 from ..errors import ServiceError
@@ -101,6 +102,13 @@ class ProfileService:
         if len(paths) != 1:
             raise FileRequestError(f"{trace_id!r} names {len(paths)} files: download one rank's trace")
         return paths[0]
+
+    def open_raw(self, trace_id: str) -> tuple[str, BinaryIO]:
+        """The file name and the open trace file for a download, checked as resolve() checks it
+        (no link followed in a run's folder); the caller closes it."""
+        if trace_id.startswith("run:") and trace_id.endswith(f":{ALL_RANKS}"):
+            raise FileRequestError(f"{trace_id!r} names every rank's trace: download one rank's trace")
+        return self.files.open_one(trace_id)
 
     # --- analysis -------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ a ParamError naming the parameter and saying why.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +75,10 @@ def _coerce(spec: ParamSpec, value: ParamValue) -> ParamValue:
         if not isinstance(value, bool):
             raise ValueError(f"expected true or false, got {value!r}")
         return value
+    if spec.type in ("int", "float") and isinstance(value, float) and not math.isfinite(value):
+        # NaN compares false with both bounds, so it would pass them; JSON's NaN and Infinity and
+        # the CLI's "nan" and "inf" all arrive here as floats.
+        raise ValueError(f"expected a finite number, got {value!r}")
     if spec.type == "int":
         if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
             raise ValueError(f"expected a whole number, got {value!r}")
@@ -81,7 +86,10 @@ def _coerce(spec: ParamSpec, value: ParamValue) -> ParamValue:
     elif spec.type == "float":
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"expected a number, got {value!r}")
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # a JSON integer of hundreds of digits
+            raise ValueError("expected a finite number, got one too large for a float") from None
     elif spec.type == "choice":
         choices = spec.choices or []
         if value not in choices or isinstance(value, bool) != any(isinstance(c, bool) for c in choices if c == value):

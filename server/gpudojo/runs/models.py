@@ -5,6 +5,7 @@ Times are Unix seconds (float) unless the name says otherwise.
 
 from __future__ import annotations
 
+import re
 import socket
 from typing import Annotated, Any, Literal
 
@@ -22,6 +23,22 @@ ParamValue = bool | int | float | str
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+# Text that goes into the lines of generated files (paths, titles): no C0 control character
+# (newline and tab among them) and no DEL.
+CONTROL_FREE = r"^[^\x00-\x1f\x7f]+$"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def control_character(text: str) -> str | None:
+    """The first control character of ``text`` as a person would name it ("a newline",
+    "U+0009"), or None when there is none."""
+    m = _CONTROL.search(text)
+    if m is None:
+        return None
+    names = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", "\x00": "a NUL"}
+    return names.get(m[0], f"U+{ord(m[0]):04X}")
 
 
 # --- manifests -----------------------------------------------------------------------------
@@ -70,7 +87,7 @@ class LabManifest(_Model):
 
     model_config = ConfigDict(extra="ignore")
     id: str
-    title: str
+    title: str = Field(pattern=CONTROL_FREE)
     order: int = 0
     minutes: int = 0
     needs: Needs = "cpu"
@@ -205,8 +222,15 @@ class EngineInfo(_Model):
     name: EngineName
     title: str
     available: bool
-    reason: str = Field("", description="Why it cannot run here (when not available), or what it found")
+    reason: str = Field("", description="Why it cannot run here (when not available), or what it found: one sentence")
+    detail: str = Field(
+        "", description="What lies behind the reason, e.g. what scontrol said (several lines); often empty"
+    )
     can_generate: bool = Field(True, description="Its artifacts (commands, script, manifests) can be made here")
+    addresses: list[str] = Field(
+        default_factory=list,
+        description="torchrun-nodes: this machine's non-loopback IPv4 addresses, where other nodes may reach it",
+    )
 
 
 class EngineList(_Model):
@@ -271,9 +295,14 @@ class ScriptRunRequest(_Model):
     """A learner's own script: a path inside the server's root_dir."""
 
     kind: Literal["script"] = "script"
-    # No NUL: no file name can hold one (it would reach the file system calls as an error).
+    # No control characters: no file name can hold a NUL, and a newline or a tab in a path would
+    # reach the lines of generated scripts and manifests (a Slurm batch script's comments and
+    # options), where it could start a line of its own.
     path: str = Field(
-        min_length=1, max_length=1024, pattern=r"^[^\x00]+$", description="Relative to the server's root_dir"
+        min_length=1,
+        max_length=1024,
+        pattern=CONTROL_FREE,
+        description="Relative to the server's root_dir; no control characters (newline, tab, ...)",
     )
     nproc: int = Field(1, ge=1, le=64)
     args: list[str] = Field(default_factory=list, max_length=64)
@@ -281,6 +310,16 @@ class ScriptRunRequest(_Model):
     record_memory: bool = Field(False, description="labkit.memory_capture() in the script records memory")
     record_profile: bool = Field(False, description="labkit.profile() in the script records a torch.profiler trace")
     where: Where = Field(default_factory=LocalWhere, description="The engine: this machine, several nodes, Slurm...")
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _no_control_characters(cls, path: Any) -> Any:
+        # Before the pattern, so that the 400 says why in words rather than as a regex.
+        if isinstance(path, str):
+            bad = control_character(path)
+            if bad is not None:
+                raise ValueError(f"a path cannot hold control characters; this one has {bad}")
+        return path
 
 
 RunRequest = Annotated[LabRunRequest | ScriptRunRequest, Field(discriminator="kind")]

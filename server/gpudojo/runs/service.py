@@ -12,7 +12,6 @@ The run folder's layout and environment variables are gpudojo.runfolder's.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import logging
 import os
@@ -28,9 +27,10 @@ from typing import Any
 import psutil
 
 from ..errors import Forbidden, Invalid, NotFound, ServiceError, TooLarge, Unavailable
-from ..runfolder import RunFolder, runs_dir
+from ..nofollow import LinkInPath, open_file_beneath
+from ..runfolder import ARTIFACTS_DIR, RunFolder, runs_dir
 from .checks import evaluate
-from .engines import engine, engine_infos
+from .engines import ENGINE_NAMES, engine, probe
 from .engines.base import EngineContext, GeneratedFile, read_engine_state, start_follower
 from .events import EventLog, LineSubscriber, as_dict_subscriber
 from .launch import Launcher, LaunchPlan, LaunchSpec, LocalLauncher, run_env
@@ -48,6 +48,7 @@ from .models import (
     ScriptRunRequest,
     StatusEvent,
     Where,
+    control_character,
 )
 from .procs import ProcessTree, kill_all
 from .recovery import recover_orphans
@@ -56,6 +57,9 @@ from .store import RunStore
 from .supervisor import ActiveRun, Supervisor
 
 Subscriber = Callable[[dict[str, Any]], None]
+# How long an engine's availability is kept before it is probed again (s): the run form asks for
+# the list each time it opens, and Slurm's probe is a process and a round trip to the controller.
+ENGINE_CACHE_S = 30.0
 # Generated files are scripts and manifests of a few kB; past this a file is not what we wrote.
 MAX_ARTIFACT_BYTES = 4 * 2**20
 
@@ -105,8 +109,10 @@ class RunService:
         python: str = sys.executable,
         launcher: Launcher | None = None,
         on_finish: Callable[[Run], None] | None = None,
+        engine_cache_s: float = ENGINE_CACHE_S,
     ) -> None:
-        """Opens the store; start() (recovery of orphaned runs) is a separate, explicit step."""
+        """Opens the store; start() (recovery of orphaned runs) is a separate, explicit step.
+        ``engine_cache_s``: how long an engine's availability is kept (s)."""
         self.labs_root = labs_root
         # Told about every run that ends (course progress is marked with it).
         self.on_finish = on_finish
@@ -126,6 +132,11 @@ class RunService:
         # saved by the next submit.
         self._unsaved: dict[str, Run] = {}
         self._closed = False
+        self.engine_cache_s = engine_cache_s
+        # name -> (time.monotonic() of the probe, what it found); one lock per engine, so that
+        # requests that come together wait for one probe instead of running one each.
+        self._engine_infos: dict[str, tuple[float, EngineInfo]] = {}
+        self._engine_locks = {name: threading.Lock() for name in ENGINE_NAMES}
         me = psutil.Process()
         self._owner = (me.pid, me.create_time())
 
@@ -272,6 +283,11 @@ class RunService:
         if not is_file or target.suffix != ".py":
             raise NotFound(f"{req.path} is not a Python file in the server's root folder.")
         relative = str(target.relative_to(self.root_dir))
+        bad = control_character(relative)
+        if bad is not None:
+            # The request's path had none, but a link on the way leads to a folder whose name does.
+            message = f"a path cannot hold control characters; {relative!r}, where it leads, has {bad}"
+            raise Invalid(f"{req.path}: {message}", detail=[{"loc": ["path"], "msg": message}])
         run, active = self._prepare(
             kind="script",
             lab=None,
@@ -319,9 +335,17 @@ class RunService:
                 "engine_needs_torchrun",
             )
         if where.engine != "local":
-            ok, reason = engine(where.engine).availability()
-            if not ok:
-                raise Unavailable(f"{where.engine} cannot run jobs from this machine: {reason}", "engine_unavailable")
+            info = self.engine_info(where.engine)
+            if not info.available:
+                # Kept answers are for showing; a refusal is decided on a fresh look, so that a
+                # cluster set up a moment ago is found at once.
+                info = self.engine_info(where.engine, fresh=True)
+            if not info.available:
+                raise Unavailable(
+                    f"{where.engine} cannot run jobs from this machine: {info.reason}",
+                    "engine_unavailable",
+                    detail=info.detail or None,
+                )
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         folder = self.folder(run_id)
         folder.path.mkdir(parents=True)
@@ -600,7 +624,19 @@ class RunService:
         return run
 
     def engines(self) -> list[EngineInfo]:
-        return engine_infos()
+        """Every engine, whether it can run from this machine and why not, as probed at most
+        ``engine_cache_s`` ago: a GET of the list starts no process and asks no network then."""
+        return [self.engine_info(name) for name in ENGINE_NAMES]
+
+    def engine_info(self, name: str, *, fresh: bool = False) -> EngineInfo:
+        """One engine's availability, probed again when the kept answer is older than
+        ``engine_cache_s`` (or ``fresh``)."""
+        with self._engine_locks[name]:
+            kept = self._engine_infos.get(name)
+            if fresh or kept is None or time.monotonic() - kept[0] >= self.engine_cache_s:
+                kept = (time.monotonic(), probe(name))
+                self._engine_infos[name] = kept
+            return kept[1].model_copy()
 
     def artifacts(self, run_id: str) -> list[Artifact]:
         return self.get(run_id).artifacts
@@ -610,16 +646,16 @@ class RunService:
         listed = {a.name: a for a in self.artifacts(run_id)}
         if name not in listed:
             raise NotFound(f"Run {run_id} has no artifact {name!r} (it has: {', '.join(listed) or 'none'}).")
-        path = self.folder(run_id).artifacts_dir / name
-        # The run's own processes can write into its folder: a file swapped for a link to
-        # elsewhere, or grown huge, is refused, never followed or read whole.
+        # The run's own processes can write into its folder: a file, the artifacts folder or the
+        # run's folder itself swapped for a link to elsewhere, or a file grown huge, is refused,
+        # never followed or read whole.
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            f = open_file_beneath(self.runs_dir, [run_id, ARTIFACTS_DIR, name])
+        except LinkInPath as err:
+            raise LinkInPath(f"Artifact {name} of run {run_id}: {err.message}") from err
         except OSError as err:
-            if err.errno == errno.ELOOP:
-                raise Forbidden(f"Artifact {name} of run {run_id} is a link; it is not served.", "outside_run") from err
-            raise NotFound(f"Artifact {name} of run {run_id} is gone: {err.strerror}") from err
-        with os.fdopen(fd, "rb") as f:
+            raise NotFound(f"Artifact {name} of run {run_id} is gone: {err.strerror or err}") from err
+        with f:
             if os.fstat(f.fileno()).st_size > MAX_ARTIFACT_BYTES:
                 raise TooLarge(f"Artifact {name} of run {run_id} is over {MAX_ARTIFACT_BYTES // 2**20} MiB.")
             text = f.read(MAX_ARTIFACT_BYTES).decode("utf-8", errors="replace")

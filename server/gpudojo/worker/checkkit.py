@@ -3,8 +3,10 @@
 The exercise service runs ``python -m pytest <exercise>/checks -p gpudojo.worker.checkkit``
 in a child process of its own (gpudojo.course.exercises). Each test is tied to one
 requirement of the exercise's manifest with ``@requirement("id")``; pytest's own report of
-each test becomes that requirement's result, written as a JSON line to the results file
-the service reads (and watches, so the requirement list ticks while the checks run).
+each test becomes that requirement's result, written as a JSON line to a pipe that only
+this process inherited from the service (which reads it while the checks run, so the
+requirement list ticks). No learner program holds that pipe, sees this process or can name
+the checks: each runs in a sandbox of its own (gpudojo.worker.sandbox).
 
 Rules for check authors (content/exercises/FORMAT.md says the same):
 - never import the learner's code in the check process: run it with ``learner.run`` or
@@ -13,7 +15,10 @@ Rules for check authors (content/exercises/FORMAT.md says the same):
 - fail with ``fail("what is wrong, in the learner's terms")``, and record what was
   measured with ``figures.add(...)``: the UI shows both;
 - a requirement the manifest marks ``gpu = true`` is skipped without a GPU (the plugin does
-  it; the test need not check).
+  it; the test need not check);
+- learner programs see neither the checks folder nor this process: a file of the checks
+  named in a program's argv or env is shown to it read-only, and a pid a learner program
+  reports is its pid inside its sandbox (``learner.host_pid`` gives the one to signal).
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from typing import Any
 
 import pytest
 
-from .checkenv import ENV_GPUS, ENV_MANIFEST, ENV_RESULTS, ENV_SCRATCH, ENV_WORK
+from . import sandbox
+from .checkenv import CHECK_PREFIXES, ENV_GPUS, ENV_MANIFEST, ENV_RESULTS_FD, ENV_SANDBOX, ENV_SCRATCH, ENV_WORK
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_OUTPUT_CAP = 1 << 20  # bytes of stdout + stderr kept from one learner program
@@ -91,15 +97,6 @@ def _clip(text: str, n: int = 200) -> str:
     return text if len(text) <= n else text[:n] + "..."
 
 
-def _limit_file_size(pid: int) -> None:
-    """Cap the size of any file the learner's process writes (set right after it starts;
-    its children inherit the limit)."""
-    with contextlib.suppress(Exception):
-        import psutil
-
-        psutil.Process(pid).rlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_CAP, FILE_SIZE_CAP))
-
-
 class _CappedReader(threading.Thread):
     def __init__(self, stream, cap: int, on_cap) -> None:
         super().__init__(daemon=True)
@@ -124,14 +121,23 @@ class _CappedReader(threading.Thread):
         return b"".join(self.chunks).decode("utf-8", "replace")
 
 
+def _python_under_tmp() -> list[Path]:
+    """This Python's folders and gpudojo's, where the sandbox's private /tmp would hide them."""
+    tmp = Path("/tmp")
+    ours = (Path(sys.prefix), Path(sys.base_prefix), Path(__file__).parents[2])
+    return sorted({p.resolve() for p in ours if tmp in p.resolve().parents})
+
+
 class Learner:
     """The learner's copy of the exercise (a scratch copy: checks may write in it) and the
     way to run what is in it."""
 
-    def __init__(self, work: Path, scratch: Path, gpus: int) -> None:
+    def __init__(self, work: Path, scratch: Path, gpus: int, sandbox_spec: dict[str, Any] | None = None) -> None:
         self.dir = work
         self.scratch = scratch
         self.gpus = gpus
+        self._sandbox = sandbox_spec
+        self._running: set[int] = set()  # the sandboxes (bwrap's pid) of the programs running now
 
     def path(self, name: str) -> Path:
         return self.dir / name
@@ -147,11 +153,7 @@ class Learner:
         return p
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith("GPUDOJO_EXERCISE") and k not in ("PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS")
-        }
+        env = {k: v for k, v in os.environ.items() if not k.startswith(CHECK_PREFIXES)}
         env["PYTHONPATH"] = str(self.dir)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env["PYTHONUNBUFFERED"] = "1"
@@ -173,25 +175,88 @@ class Learner:
         output_cap: int = DEFAULT_OUTPUT_CAP,
         check_limits: bool = True,
         cwd: Path | None = None,
+        share: list[Path] | None = None,
     ) -> Result:
         """Run a learner program (``python`` as argv[0] means this Python) in the learner's
-        folder. A program past ``timeout_s`` or printing more than ``output_cap`` bytes is
-        killed with its children; with ``check_limits`` (the default) the requirement then
-        fails saying so."""
+        folder, in its sandbox. A program past ``timeout_s`` or printing more than
+        ``output_cap`` bytes is killed with its children; with ``check_limits`` (the
+        default) the requirement then fails saying so. Files of the checks folder named in
+        ``argv``, in ``env`` or in ``share`` are readable by the program (read-only)."""
         argv = [sys.executable if a == "python" and i == 0 else str(a) for i, a in enumerate(argv)]
         for sub in ("home", "tmp"):
             (self.scratch / sub).mkdir(parents=True, exist_ok=True)
+        cwd = cwd or self.dir
+        command, pass_fds = argv, ()
+        if self._sandbox:
+            shown = self._shared([*argv, *(env or {}).values(), *map(str, share or [])])
+            command, options_fd = sandbox.wrap(
+                self._sandbox["bwrap"],
+                argv,
+                cwd=Path(cwd),
+                writable=[self.scratch],
+                hidden=[Path(h) for h in self._sandbox["hide"]],
+                readable=shown + _python_under_tmp(),
+                gpu=self.gpus > 0,
+            )
+            pass_fds = (options_fd,)
         t0 = time.monotonic()
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd or self.dir,
-            env=self.env(env),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # a kill reaches whatever it starts
-        )
-        _limit_file_size(proc.pid)
+        try:
+            proc = subprocess.Popen(
+                command,
+                cwd=cwd,
+                env=self.env(env),
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                close_fds=True,  # the results pipe is this process's alone
+                pass_fds=pass_fds,
+                start_new_session=True,  # a kill reaches whatever it starts
+            )
+        finally:
+            for fd in pass_fds:
+                os.close(fd)
+        self._running.add(proc.pid)
+        try:
+            return self._wait(proc, argv, t0, timeout_s, stdin, output_cap, check_limits)
+        finally:
+            self._running.discard(proc.pid)
+
+    def _shared(self, values: list[str]) -> list[Path]:
+        """Files of the checks folder among ``values`` (what the check hands the program)."""
+        checks = Path(self._sandbox["checks"]) if self._sandbox and self._sandbox.get("checks") else None
+        if checks is None:
+            return []
+        out: list[Path] = []
+        for v in values:
+            if not v.startswith(os.sep):
+                continue
+            p = Path(v).resolve()
+            if checks in p.parents and p.exists() and p not in out:
+                out.append(p)
+        return out
+
+    def host_pid(self, pid: int) -> int | None:
+        """The pid this process can signal for the learner process that reported ``pid``
+        (its own ``os.getpid()``): a learner program runs in a PID namespace of its own, so
+        its pids are not this process's. None when no running learner process has it."""
+        if not self._sandbox:
+            return pid
+        for root in list(self._running):
+            found = sandbox.host_pid(root, pid)
+            if found is not None:
+                return found
+        return None
+
+    def _wait(
+        self,
+        proc: subprocess.Popen,
+        argv: list[str],
+        t0: float,
+        timeout_s: float,
+        stdin: str | None,
+        output_cap: int,
+        check_limits: bool,
+    ) -> Result:
         killed = threading.Event()
 
         def kill() -> None:
@@ -213,7 +278,8 @@ class Learner:
             timed_out = True
             kill()
             proc.wait()
-        # Children the program left behind in its session go too.
+        # Unsandboxed, what the program left running in its session goes too (a sandbox's
+        # processes went with its PID namespace when the program ended).
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         for r in readers:
@@ -275,7 +341,7 @@ def learner(gpus: int) -> Learner:
     work = os.environ.get(ENV_WORK)
     if not work:
         pytest.fail("the check runs only through the exercise service (no learner folder given)", pytrace=False)
-    return Learner(Path(work), _scratch(), gpus)
+    return Learner(Path(work), _scratch(), gpus, _SANDBOX)
 
 
 @pytest.fixture
@@ -288,8 +354,37 @@ def figures(request: pytest.FixtureRequest) -> Figures:
 # --- the plugin: requirements, GPU skips, result lines --------------------------------------
 
 
+_RESULTS: Any = None  # the results pipe, as a text file
+_SANDBOX: dict[str, Any] | None = None
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    """Take what the service handed this process, before any learner program starts."""
+    global _RESULTS, _SANDBOX
     config.addinivalue_line("markers", "requirement(id): the exercise requirement this test checks")
+    fd = os.environ.pop(ENV_RESULTS_FD, "")
+    if fd.isdigit() and _RESULTS is None:
+        os.set_inheritable(int(fd), False)  # no child of this process, learner's or not, gets it
+        _RESULTS = os.fdopen(int(fd), "w", encoding="utf-8", buffering=1)
+    spec = os.environ.pop(ENV_SANDBOX, "")
+    if spec:
+        _SANDBOX = json.loads(spec)
+    _harden()
+
+
+def _harden() -> None:
+    """Shield this process from the learner programs it starts, and cap their files."""
+    # Not dumpable: other processes of this user (an unsandboxed learner program) cannot
+    # read this one's /proc/<pid>/environ, fd/ or mem, nor attach a debugger to it.
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    # Set here, before any program starts, so that every one of them inherits it (bytes).
+    with contextlib.suppress(ValueError, OSError):
+        _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        cap = FILE_SIZE_CAP if hard == resource.RLIM_INFINITY else min(hard, FILE_SIZE_CAP)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
 
 
 def _manifest() -> dict[str, Any]:
@@ -355,8 +450,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 
 def _write(record: dict[str, Any]) -> None:
-    path = os.environ.get(ENV_RESULTS)
-    if not path:
+    if _RESULTS is None:  # not run by the exercise service
         return
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record) + "\n")
+    with contextlib.suppress(BrokenPipeError, OSError):  # the service is gone: nobody to tell
+        _RESULTS.write(json.dumps(record) + "\n")

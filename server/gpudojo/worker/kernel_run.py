@@ -1,8 +1,10 @@
 """Run one kernel launch in this child process and print a RunResult as the last stdout line.
 
 Started by the kernel service with ``python -m gpudojo.worker.kernel_run``, the request on
-stdin as {"request": RunRequest, "mode": "gpu" | "simulator"}. In simulator mode the
-service has set NUMBA_ENABLE_CUDASIM=1 before this process imported numba. An illegal
+stdin as {"request": RunRequest, "mode": "gpu" | "simulator" | "cpu-emulation"} (the last
+with "emulator": {cache_dir, compile_timeout_s, time_limit_s}). In simulator mode the
+service has set NUMBA_ENABLE_CUDASIM=1 before this process imported numba; in cpu-emulation
+mode CUDA C is built with g++ and run by gpudojo.kernels.cpu_runner in a grandchild. An illegal
 address, a segfault or an endless loop ends this process, never the server.
 
 Inputs are built from the typed spec, the expected outputs are computed with NumPy from
@@ -215,8 +217,28 @@ def device_name() -> str | None:
         return None
 
 
+def run_cpu_emulation(
+    req: RunRequest, inputs: dict[str, Any], options: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], str, dict[str, Any]]:
+    from pathlib import Path
+
+    from gpudojo.kernels.cpu_runner.execute import run_emulated
+
+    return run_emulated(
+        req,
+        inputs,
+        Path(options["cache_dir"]),
+        float(options["time_limit_s"]),
+        float(options["compile_timeout_s"]),
+    )
+
+
 def classify(err: BaseException, req: RunRequest) -> dict[str, Any]:
     """A RunError for an exception raised by the launch."""
+    from gpudojo.kernels.cpu_runner.execute import EmulatorError
+
+    if isinstance(err, EmulatorError):
+        return err.error
     text = "".join(traceback.format_exception(err))
     message = f"{type(err).__name__}: {err}".strip()
     line = python_error_line(text, "kernel.py") if req.language == "numba" else None
@@ -240,6 +262,8 @@ def main() -> None:
     result: dict[str, Any] = {"status": "error", "mode": mode, "mode_note": mode_note(mode)}
     if mode == "gpu":
         result["device"] = device_name()
+    elif mode == "cpu-emulation":
+        result["device"] = "CPU (gpudojo emulator)"
     try:
         inputs = build_inputs(req)
         expected = expected_outputs(req, inputs)
@@ -250,7 +274,9 @@ def main() -> None:
         }
     else:
         try:
-            if mode == "simulator":
+            if mode == "cpu-emulation":
+                got, timing, stdout, result["emulator"] = run_cpu_emulation(req, inputs, message["emulator"])
+            elif mode == "simulator":
                 got, timing, stdout = run_simulator(req, inputs)
             elif req.language == "numba":
                 got, timing, stdout = run_numba_gpu(req, inputs)

@@ -457,9 +457,10 @@ class Killer(threading.Thread):
     the restarted workers fail too (a second restart begins), it stops the whole job: one
     restart is what the check asks for, and a job that fails again would only fail again."""
 
-    def __init__(self, folder: Path, rank: int) -> None:
+    def __init__(self, folder: Path, rank: int, host_pid) -> None:
         super().__init__(daemon=True)
         self.folder = folder
+        self.host_pid = host_pid  # the hook records pids inside the learner's sandbox
         self.path = folder / f"hold.r{rank}.json"
         self.stop = threading.Event()
         self.killed: dict | None = None
@@ -468,24 +469,26 @@ class Killer(threading.Thread):
     def run(self) -> None:
         import psutil
 
-        def ours(pid: int) -> bool:  # one of this run's workers, started through the hook
+        def ours(pid: int | None) -> bool:  # one of this run's workers, started through the hook
             try:
-                return any(HOOK.name in part for part in psutil.Process(pid).cmdline())
+                return pid is not None and any(HOOK.name in part for part in psutil.Process(pid).cmdline())
             except psutil.Error:
                 return False
 
         while not self.stop.is_set():
             if self.killed is None and self.path.exists():
                 info = json.loads(self.path.read_text())
-                if ours(info["pid"]):
-                    os.kill(info["pid"], signal.SIGKILL)
+                pid = self.host_pid(info["pid"])
+                if ours(pid):
+                    os.kill(pid, signal.SIGKILL)
                     self.killed = info
             if self.killed is not None:
                 second = [e for e in read_events(self.folder) if e["event"] == "start" and e["attempt"] >= 2]
                 if second:
                     self.stopped_job = True
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(second[0]["agent"], signal.SIGKILL)  # torchrun; its workers go with it
+                    agent = self.host_pid(second[0]["agent"])
+                    with contextlib.suppress(ProcessLookupError, PermissionError, TypeError):
+                        os.kill(agent, signal.SIGKILL)  # torchrun; its workers go with it
                     return
             self.stop.wait(0.05)
 
@@ -495,7 +498,7 @@ def test_killed_rank_restarts_from_the_last_checkpoint(learner, figures, gpus, t
     victim = random.randrange(WORLD)
     steps = INTERRUPT
     folder = tmp_path / "hook"
-    killer = Killer(folder, victim)
+    killer = Killer(folder, victim, learner.host_pid)
     run = torchrun(
         learner,
         gpus,

@@ -70,8 +70,10 @@ class Engine(Protocol):
     name: str
     title: str
 
-    def availability(self) -> tuple[bool, str]:
-        """(True, what was found) when jobs can run from this machine, else (False, why not)."""
+    def availability(self) -> tuple[bool, str] | tuple[bool, str, str]:
+        """(True, what was found) when jobs can run from this machine, else (False, why not), the
+        reason one sentence; a third item, when there is one, is the detail behind it (what a
+        tool said). Sends nothing over the network where no configuration names a cluster."""
         ...
 
     def generate(self, ctx: EngineContext, where: Any) -> list[GeneratedFile]:

@@ -18,6 +18,7 @@ gives it. Data in, data out: nothing here talks to a cluster.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,8 +111,14 @@ def code_files(entry: Path, lab_folder: Path | None) -> dict[str, str]:
 
 def configmap_key(path: str) -> str:
     """A ConfigMap key for a file path (keys cannot hold "/"): gpudojo/labkit/memory.py ->
-    gpudojo.labkit.memory.py; the volume's items put it back at its path."""
-    return path.replace("/", ".")
+    gpudojo.labkit.memory.py; the volume's items put it back at its path. A learner's script
+    may have any name ("my script.py"); keys hold only letters, digits, "-", "_" and ".", so
+    other characters become "_" and a hash of the name keeps two such names apart."""
+    key = path.replace("/", ".")
+    safe = re.sub(r"[^-._a-zA-Z0-9]", "_", key)
+    if safe != key:
+        safe = f"{safe[:200]}-{hashlib.sha256(path.encode()).hexdigest()[:8]}"
+    return safe
 
 
 def labels(shape: Shape) -> dict[str, str]:

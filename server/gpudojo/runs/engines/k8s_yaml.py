@@ -11,17 +11,31 @@ the text gives back ``doc`` exactly; the tests check it for every manifest.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 Path = tuple[str | int, ...]
 
-# Words YAML 1.1 (PyYAML) reads as something other than a string.
+# Words YAML 1.1 (PyYAML) reads as something other than a string; "=" alone is its "value" key,
+# which safe_load cannot construct at all.
 _SPECIAL = re.compile(
-    r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|null|Null|NULL|~)$"
+    r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|null|Null|NULL|~|=|<<)$"
 )
-_PLAIN = re.compile(r"^[A-Za-z0-9_/.@$(){}=+-][A-Za-z0-9_ /.:@$(){}=+,-]*$")
+# What a YAML stream may hold as it is (PyYAML's Reader refuses anything else, even quoted).
+_PRINTABLE = re.compile("[\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# Escapes of a double-quoted scalar; line breaks above all, which double quotes would fold.
+_ESCAPES = {
+    "\\": "\\\\",
+    '"': '\\"',
+    "\t": "\\t",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\x85": "\\N",
+    "\u2028": "\\L",
+    "\u2029": "\\P",
+}
+# A plain scalar's first character may not be a flow indicator ("{", "}") or another indicator.
+_PLAIN = re.compile(r"^[A-Za-z0-9_/.$()=+-][A-Za-z0-9_ /.:@$(){}=+,-]*\Z")
 _NUMBER_LIKE = re.compile(r"^[-+]?(\.?[0-9]|0[xob])|^[-+]?\.(inf|Inf|INF|nan|NaN|NAN)$|^[0-9_:]+$")
 
 
@@ -50,8 +64,14 @@ def scalar(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
-        return json.dumps(value)
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return ".nan" if value != value else ".inf" if value > 0 else "-.inf"
+        # YAML 1.1 reads 1e+16 as a string: its floats need a dot and a signed exponent.
+        text = repr(value)
+        return text.replace("e", ".0e", 1) if "e" in text and "." not in text else text
     text = str(value)
     plain = (
         _PLAIN.match(text)
@@ -64,7 +84,24 @@ def scalar(value: Any) -> str:
         and text not in ("-", "---", "...")
         and not text.startswith(("- ", "{", "[", "&", "*", "!", "|", ">", "%", "@", "`"))
     )
-    return text if plain else json.dumps(text)
+    return text if plain else double_quoted(text)
+
+
+def double_quoted(text: str) -> str:
+    """``text`` as a YAML double-quoted scalar that reads back as exactly ``text``. Not JSON's
+    quoting: JSON writes U+1F600 as a surrogate pair, which YAML reads as two lone surrogates;
+    here every printable character stays as it is (the files are UTF-8) and the rest is escaped."""
+    out = []
+    for c in text:
+        if c in _ESCAPES:
+            out.append(_ESCAPES[c])
+        elif c == "\ufeff" or not _PRINTABLE.match(c):
+            # A byte-order mark is printable, but a reader may drop it.
+            n = ord(c)
+            out.append(f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}")
+        else:
+            out.append(c)
+    return '"' + "".join(out) + '"'
 
 
 def _comment(comments: dict[Path, str], path: Path, indent: int, lines: list[str]) -> None:
@@ -125,10 +162,14 @@ def _sequence(items: list[Any], path: Path, indent: int, comments: dict[Path, st
 
 def _literal_ok(text: str) -> bool:
     """A literal block keeps every character of text: no tabs or odd control characters, no
-    trailing spaces on lines (PyYAML keeps them, but editors strip them), one final newline or none."""
-    if any((ord(c) < 32 and c != "\n") or c in "\u2028\u2029\ufeff\x85" for c in text):
+    trailing spaces on lines (PyYAML keeps them, but editors strip them), one final newline or
+    none, and some text that is not a line break."""
+    if any(c in "\t\r\u2028\u2029\ufeff\x85" or not _PRINTABLE.match(c) for c in text):
         return False
-    return not text.endswith("\n\n") and all(line == line.rstrip() for line in text.split("\n"))
+    # A block of blank lines only reads back as "": such text is quoted instead.
+    return (
+        bool(text.strip("\n")) and not text.endswith("\n\n") and all(line == line.rstrip() for line in text.split("\n"))
+    )
 
 
 def _literal_header(text: str) -> str:

@@ -18,6 +18,7 @@ its join command, which tunnels its agent's store connections to the relay with 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import secrets
 import shlex
@@ -25,6 +26,8 @@ import shutil
 import socket
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from ...runfolder import RECORD_MEMORY_ENV, RECORD_PROFILE_ENV
 from ...worker.torch_agent import STORE_BIND_ENV
@@ -128,6 +131,21 @@ class NodesEngine:
                 "machine's other users; the other nodes join with the command the run gives"
             )
         return True, "this machine hosts the rendezvous; the other nodes join with the command the run gives"
+
+    def addresses(self) -> list[str]:
+        """This machine's IPv4 addresses other machines may reach: not loopback, not link-local.
+
+        Read from the interfaces (psutil), so no network traffic; a node on another machine
+        cannot reach 127.0.0.1, so the run form proposes one of these instead."""
+        found = []
+        for addrs in psutil.net_if_addrs().values():
+            for a in addrs:
+                if a.family != socket.AF_INET:
+                    continue
+                ip = ipaddress.ip_address(a.address)
+                if not (ip.is_loopback or ip.is_link_local or ip.is_unspecified) and a.address not in found:
+                    found.append(a.address)
+        return found
 
     def job(self, ctx: EngineContext, where: NodesWhere, rdzv_port: int) -> dict[str, Any]:
         """What every node is told: the lab (or the script's text), arguments, rendezvous."""
