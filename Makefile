@@ -23,12 +23,12 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab test setup lint api-types test-python test-js test-ui test-wheel bench clean gpu-check gpu-check-import gpu-wheels
 
-lab: setup $(STAMP)/bwrap
+lab: setup $(STAMP)/bwrap $(STAMP)/gxx
 	@echo "Starting JupyterLab with gpudojo on http://$(HOST):$(PORT)/lab (Ctrl-C stops it)"
 	$(BIN)/jupyter lab --no-browser --ServerApp.ip=$(HOST) --ServerApp.port=$(PORT) $(ROOT_FLAG) \
 		$(if $(GPU_REPLAY),--GPUDojo.gpu_replay_file=$(abspath $(GPU_REPLAY)),)
 
-test: setup $(STAMP)/chromium $(STAMP)/slurm $(STAMP)/bwrap
+test: setup $(STAMP)/chromium $(STAMP)/slurm $(STAMP)/bwrap $(STAMP)/gxx
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-js
@@ -75,6 +75,15 @@ $(STAMP)/chromium:
 	fi
 	@touch $@
 
+# Debian's g++: CUDA C kernels run in the CPU emulator without a GPU (gpudojo.kernels.cpu_runner).
+$(STAMP)/gxx:
+	@mkdir -p $(STAMP)
+	@if ! command -v g++ >/dev/null; then \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null; \
+	fi
+	@touch $@
+
 # Debian's bubblewrap: a torchrun-nodes run keeps its rendezvous store in a network namespace
 # of its own, and exercise checks run learner code in a sandbox (docs/SECURITY.md).
 $(STAMP)/bwrap:
@@ -114,13 +123,13 @@ lint: setup
 		echo "$(API_SCHEMA_TS) is out of date with $(OPENAPI_JSON): run \`make api-types\` and commit it." >&2; exit 1; }
 	$(BIN)/jlpm lint
 
-test-python: setup $(STAMP)/bwrap
+test-python: setup $(STAMP)/bwrap $(STAMP)/gxx
 	$(BIN)/python -m pytest -p no:cacheprovider --durations=40 tests/python
 
 test-js: setup
 	$(BIN)/jlpm test
 
-test-ui: setup $(STAMP)/chromium $(STAMP)/slurm $(STAMP)/bwrap
+test-ui: setup $(STAMP)/chromium $(STAMP)/slurm $(STAMP)/bwrap $(STAMP)/gxx
 	$(BIN)/jlpm playwright test --config tests/ui/playwright.config.ts
 
 # Build the wheel the way `pip install .` does (isolated, prebuilt labextension inside)

@@ -68,6 +68,7 @@ describe('run labels', () => {
     expect(runModeLabel('gpu', 'NVIDIA H100 80GB HBM3')).toBe('GPU: NVIDIA H100 80GB HBM3');
     expect(runModeLabel('simulator', null)).toContain('Simulator (numba CUDA simulator');
     expect(runModeLabel('none', null)).toBe('Compiled, not run: no GPU');
+    expect(runModeLabel('cpu-emulation', null)).toBe("CPU emulation: results are exact, times are not a GPU's");
   });
 
   it('sums up a run in one line', () => {

@@ -1,8 +1,7 @@
 import { Locator, Page, expect, test } from '@playwright/test';
-import { createHash } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { TOKEN, keepScreenshot, openLab, openSidebar } from './helpers';
+import { TOKEN, answerKey, keepScreenshot, openLab, openSidebar } from './helpers';
 
 test('a learner opens lesson 1, runs it as a notebook, takes the quiz and completes it', async ({ page }) => {
   await openLab(page);
@@ -100,32 +99,6 @@ test('a learner opens lesson 1, runs it as a notebook, takes the quiz and comple
   await expect(again.locator('.gpudojo-course-item[data-id="gpu-intro"]')).toHaveAttribute('data-status', 'completed');
 });
 
-/** The lessons under content/lessons/ as files: name, id and text. */
-/**
- * The right choices' ids per question id of a quiz file under content/, in file order. A choice's
- * id is its own `id`, or, as the server derives it, the first 10 hex digits of the SHA-256 of
- * its question's id, a newline and its text. (A reader for the quiz files' own layout, not TOML.)
- */
-function answerKey(file: string): Map<string, string[]> {
-  const text = fs.readFileSync(path.resolve(__dirname, '..', '..', 'content', file), 'utf-8');
-  const str = (block: string, key: string) => {
-    const m = new RegExp(`^${key} = ("(?:[^"\\\\]|\\\\.)*")`, 'm').exec(block);
-    return m ? (JSON.parse(m[1]) as string) : null;
-  };
-  const key = new Map<string, string[]>();
-  for (const question of text.split(/^\[\[questions\]\]$/m).slice(1)) {
-    const [head, ...choices] = question.split(/^\[\[questions\.choices\]\]$/m);
-    const qid = str(head, 'id')!;
-    const id = (c: string) =>
-      str(c, 'id') ?? createHash('sha256').update(`${qid}\n${str(c, 'text')}`).digest('hex').slice(0, 10);
-    key.set(
-      qid,
-      choices.filter(c => /^correct = true$/m.test(c)).map(id)
-    );
-  }
-  return key;
-}
-
 /** Tick the right choices of every question (a wrong one for `wrong`; only `only` if given). */
 async function answer(
   quiz: Locator,
@@ -157,6 +130,7 @@ async function choiceOrder(quiz: Locator): Promise<string[][]> {
   );
 }
 
+/** The lessons under content/lessons/ as files: name, id and text. */
 function lessonFiles(): Array<{ file: string; id: string; text: string }> {
   const dir = path.resolve(__dirname, '..', '..', 'content', 'lessons');
   return fs

@@ -1,8 +1,6 @@
 import { Locator, Page, expect, test } from '@playwright/test';
-import { createHash } from 'crypto';
-import * as fs from 'fs';
 import * as path from 'path';
-import { TOKEN, openLab, openSidebar } from './helpers';
+import { TOKEN, answerKey, openLab, openSidebar } from './helpers';
 
 const DOCS = path.resolve(__dirname, '..', '..', 'docs');
 
@@ -178,27 +176,6 @@ async function freshLearner(page: Page): Promise<boolean> {
 async function setProgress(page: Page, kind: string, id: string, status: string): Promise<void> {
   const r = await page.request.post(`/gpudojo/api/course/progress?token=${TOKEN}`, { data: { kind, id, status } });
   expect(r.ok()).toBe(true);
-}
-
-/** The right choice ids per question id, from the quiz file (as course.spec.ts derives them). */
-function answerKey(file: string): Map<string, string[]> {
-  const text = fs.readFileSync(path.resolve(__dirname, '..', '..', 'content', file), 'utf-8');
-  const str = (block: string, key: string) => {
-    const m = new RegExp(`^${key} = ("(?:[^"\\\\]|\\\\.)*")`, 'm').exec(block);
-    return m ? (JSON.parse(m[1]) as string) : null;
-  };
-  const key = new Map<string, string[]>();
-  for (const question of text.split(/^\[\[questions\]\]$/m).slice(1)) {
-    const [head, ...choices] = question.split(/^\[\[questions\.choices\]\]$/m);
-    const qid = str(head, 'id')!;
-    const id = (c: string) =>
-      str(c, 'id') ?? createHash('sha256').update(`${qid}\n${str(c, 'text')}`).digest('hex').slice(0, 10);
-    key.set(
-      qid,
-      choices.filter(c => /^correct = true$/m.test(c)).map(id)
-    );
-  }
-  return key;
 }
 
 /** Tick the right choices of every question not answered right already. */

@@ -1,4 +1,5 @@
 import { Page, expect } from '@playwright/test';
+import { createHash } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 
@@ -75,4 +76,29 @@ export async function chooseTheme(page: Page, name: string): Promise<void> {
   await page.locator('.lm-MenuBar-itemLabel', { hasText: /^Settings$/ }).click();
   await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).hover();
   await page.locator('.lm-Menu-itemLabel', { hasText: new RegExp(`^${name}$`) }).click();
+}
+
+/**
+ * The right choices' ids per question id of a quiz file under content/, in file order. A choice's
+ * id is its own `id`, or, as the server derives it, the first 10 hex digits of the SHA-256 of
+ * its question's id, a newline and its text. (A reader for the quiz files' own layout, not TOML.)
+ */
+export function answerKey(file: string): Map<string, string[]> {
+  const text = fs.readFileSync(path.resolve(__dirname, '..', '..', 'content', file), 'utf-8');
+  const str = (block: string, key: string) => {
+    const m = new RegExp(`^${key} = ("(?:[^"\\\\]|\\\\.)*")`, 'm').exec(block);
+    return m ? (JSON.parse(m[1]) as string) : null;
+  };
+  const key = new Map<string, string[]>();
+  for (const question of text.split(/^\[\[questions\]\]$/m).slice(1)) {
+    const [head, ...choices] = question.split(/^\[\[questions\.choices\]\]$/m);
+    const qid = str(head, 'id')!;
+    const id = (c: string) =>
+      str(c, 'id') ?? createHash('sha256').update(`${qid}\n${str(c, 'text')}`).digest('hex').slice(0, 10);
+    key.set(
+      qid,
+      choices.filter(c => /^correct = true$/m.test(c)).map(id)
+    );
+  }
+  return key;
 }

@@ -103,7 +103,7 @@ test('a learner fixes a CUDA kernel, reads its PTX, SASS and occupancy, and runs
   await expect(occupancy.locator('.gpudojo-occupancy-detail')).toContainText('of 1024 threads per SM');
   await keepScreenshot(page, 'kernel-playground-occupancy.png');
 
-  // No GPU here: a CUDA C run of the kernel says it compiled but did not run.
+  // No GPU here: a CUDA C run of the kernel runs in the CPU emulator, and the page says so.
   const run = playground.locator('.gpudojo-run-panel');
   await run.locator('.gpudojo-run-kernel').fill('scale');
   await run
@@ -111,8 +111,8 @@ test('a learner fixes a CUDA kernel, reads its PTX, SASS and occupancy, and runs
     .fill('[{"kind": "array", "name": "x", "shape": [4096], "init": "arange", "output": true}, {"kind": "scalar", "name": "n", "value": 4096}]');
   await run.locator('.gpudojo-run-expected').fill('{"x": "2 * x"}');
   await run.locator('.gpudojo-run').click();
-  await expect(run.locator('.gpudojo-run-mode')).toHaveAttribute('data-mode', 'none', { timeout: 60_000 });
-  await expect(run.locator('.gpudojo-run-mode')).toHaveText('Compiled, not run: no GPU');
+  await expect(run.locator('.gpudojo-run-mode')).toHaveAttribute('data-mode', 'cpu-emulation', { timeout: 60_000 });
+  await expect(run.locator('.gpudojo-run-mode')).toHaveText("CPU emulation: results are exact, times are not a GPU's");
 
   // numba: the vector add runs in the simulator, and the page says so.
   await playground.locator('.gpudojo-language').selectOption('numba');

@@ -65,7 +65,7 @@ export function machineSummary(devices: DevicesResponse | null, catalog: Catalog
     details.push({
       label: 'Kernels',
       text:
-        'CUDA C compiles to PTX and SASS with registers and occupancy, but does not run; CUDA-Python (numba) kernels run in the simulator (about 200 µs per thread: keep grids small).'
+        "CUDA C compiles to PTX and SASS with registers and occupancy and runs in gpudojo's CPU emulator (exact results, no GPU timing); CUDA-Python (numba) kernels run in the simulator (about 200 µs per thread: keep grids small)."
     });
     details.push({
       label: 'Cannot show',

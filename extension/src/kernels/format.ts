@@ -103,6 +103,9 @@ export function compileSummary(result: CompileResult): string {
 export const SIMULATOR_LABEL =
   'Simulator (numba CUDA simulator: about 200 µs per thread, no timing meaning, no memory hierarchy)';
 
+/** The CPU emulator's mode label (a CUDA C kernel run without a GPU). */
+export const CPU_EMULATION_LABEL = "CPU emulation: results are exact, times are not a GPU's";
+
 /** What produced a run's result, in words: the mode label. */
 export function runModeLabel(mode: RunMode, device: string | null | undefined): string {
   if (mode === 'gpu') {
@@ -110,6 +113,9 @@ export function runModeLabel(mode: RunMode, device: string | null | undefined): 
   }
   if (mode === 'simulator') {
     return SIMULATOR_LABEL;
+  }
+  if (mode === 'cpu-emulation') {
+    return CPU_EMULATION_LABEL;
   }
   return 'Compiled, not run: no GPU';
 }

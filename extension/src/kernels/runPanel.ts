@@ -31,7 +31,7 @@ function whereItRuns(model: PlaygroundModel): string {
   }
   return model.language === 'numba'
     ? `No GPU here: numba kernels run in numba's CUDA simulator on the CPU (at most ${archs.simulator_max_threads} threads; results are checked, timing means nothing).`
-    : 'No GPU here: CUDA C kernels compile (PTX, SASS, resources) but do not run. Switch to numba to run in the simulator.';
+    : "No GPU here: CUDA C kernels run in gpudojo's CPU emulator (each thread a fiber: barriers and shuffles exact, out-of-bounds accesses named by thread and line; results are exact, times are not a GPU's).";
 }
 
 export class RunPanel extends Widget {
