@@ -96,13 +96,18 @@ why = "4 = 2 x 2."
 """
 
 
-@pytest.fixture
-def course_dirs(tmp_path):
-    content, labs = tmp_path / "content", tmp_path / "labs"
+def write_two_lessons(content: Path) -> None:
+    """Lessons "first" (with QUIZ) and "second" under ``content/lessons``."""
     (content / "lessons").mkdir(parents=True)
     (content / "lessons" / "01-first.md").write_text(LESSON.format(id="first", title="First steps", order=1))
     (content / "lessons" / "01-first.quiz.toml").write_text(QUIZ)
     (content / "lessons" / "02-second.md").write_text(LESSON.format(id="second", title="Second steps", order=2))
+
+
+@pytest.fixture
+def course_dirs(tmp_path):
+    content, labs = tmp_path / "content", tmp_path / "labs"
+    write_two_lessons(content)
     # Broken: a wrong type in the front matter, and a lab with a missing title.
     (content / "lessons" / "03-broken.md").write_text(
         LESSON.format(id="broken", title="Broken", order=3).replace("minutes: 30", "minutes: lots")

@@ -15,7 +15,7 @@ from gpudojo.course.events import PROGRESS_EVENT_SCHEMA_ID
 from gpudojo.course.models import CheckAttempt, choice_id
 from gpudojo.course.progress import ProgressChange, ProgressStore
 from gpudojo.services import Services, Settings
-from test_course import LESSON, QUIZ
+from test_course import write_two_lessons
 
 README = "# Lab one\n\nRun it, then read its output.\n"
 
@@ -23,10 +23,7 @@ README = "# Lab one\n\nRun it, then read its output.\n"
 @pytest.fixture
 def course_dirs(tmp_path):
     content, labs = tmp_path / "content", tmp_path / "labs"
-    (content / "lessons").mkdir(parents=True)
-    (content / "lessons" / "01-first.md").write_text(LESSON.format(id="first", title="First steps", order=1))
-    (content / "lessons" / "01-first.quiz.toml").write_text(QUIZ)
-    (content / "lessons" / "02-second.md").write_text(LESSON.format(id="second", title="Second steps", order=2))
+    write_two_lessons(content)
     for lab, order in (("lab-one", 1), ("lab-two", 2)):
         (labs / lab).mkdir(parents=True)
         (labs / lab / "lab.toml").write_text(
