@@ -8,6 +8,11 @@ so process start and input building count for neither. The simulator cannot reac
 sizes in reasonable time (about 200 us a thread), so it runs a smaller launch of the same
 kernel and its time is scaled by the work (threads, and n^3 for the matmul), as said below.
 
+The emulator runs each kernel twice over: with the memory-access report (the default: every
+load and store instrumented, each warp's sectors and bank conflicts counted, 64 blocks at
+most recorded) and without it (memory_report=False: the plain build), so the report's
+overhead shows in compile time and launch time apart.
+
     cd bench && ../.venv/bin/python bench_cuda_cpu.py
 """
 
@@ -109,8 +114,10 @@ def matmul(n: int) -> dict:
     }
 
 
-def run(svc: KernelService, source: str, language: str, spec: dict):
-    req = RunRequest.model_validate({"source": source, "language": language, **spec, "warmup": 0, "repeats": 1})
+def run(svc: KernelService, source: str, language: str, spec: dict, report: bool = True):
+    req = RunRequest.model_validate(
+        {"source": source, "language": language, **spec, "warmup": 0, "repeats": 1, "memory_report": report}
+    )
     t0 = time.perf_counter()
     result = svc.run(req, gpu=None)
     wall = time.perf_counter() - t0
@@ -134,13 +141,27 @@ def main() -> None:
                 ("block sum 2^20", CUDA_SAXPY_SUM, block_sum(1 << 20), block_sum(small), (1 << 20) / small),
                 ("tiled matmul 256^3", CUDA_MATMUL, matmul(256), matmul(64), (256 / 64) ** 3),
             ]
+            overheads = []
             for name, source, full, reduced, scale in cases:
+                cold_plain, _ = run(svc, source, "cuda", full, report=False)
+                warm_plain, _ = run(svc, source, "cuda", full, report=False)
                 cold, _ = run(svc, source, "cuda", full)
                 warm, _ = run(svc, source, "cuda", full)
                 sim, _ = run(svc, NUMBA, "numba", reduced)
                 sim_full_ms = sim.timing.mean_ms * scale
                 rows.append(
                     (name, cold.emulator.compile_ms, warm.timing.mean_ms, sim.timing.mean_ms, scale, sim_full_ms)
+                )
+                m = warm.memory
+                overheads.append(
+                    (
+                        name,
+                        cold_plain.emulator.compile_ms,
+                        cold.emulator.compile_ms,
+                        warm_plain.timing.mean_ms,
+                        warm.timing.mean_ms,
+                        f"{m.blocks_recorded} of {m.blocks_total}",
+                    )
                 )
             print(
                 "| kernel | g++ compile (once, cached) | CPU emulator launch | simulator launch (smaller) | "
@@ -152,6 +173,17 @@ def main() -> None:
                     f"| {name} | {compile_ms:.0f} ms | {cpu_ms:.1f} ms | {sim_ms:.0f} ms | x{scale:g} | "
                     f"{sim_full / 1000:.1f} s | {sim_full / cpu_ms:.0f}x |"
                 )
+            print()
+            print(
+                "| kernel | g++ compile, plain | g++ compile, instrumented | launch, no report | "
+                "launch, with report | report overhead | blocks recorded |"
+            )
+            print("|---|---|---|---|---|---|---|")
+            for name, c_plain, c_inst, l_plain, l_inst, recorded in overheads:
+                print(
+                    f"| {name} | {c_plain:.0f} ms | {c_inst:.0f} ms | {l_plain:.1f} ms | {l_inst:.1f} ms | "
+                    f"{l_inst / l_plain:.2f}x | {recorded} |"
+                )
         finally:
             svc.close()
         # First run in the playground: a server whose compile worker is warm, a vector add it has
@@ -160,17 +192,20 @@ def main() -> None:
         try:
             svc.warm_up()
             run(svc, CUDA_SAXPY_SUM, "cuda", saxpy(1 << 12))  # builds the launcher object once
-            walls = []
-            for k in range(5):
-                source = f"// edit {k} {time.time()}\n" + CUDA_SAXPY_SUM
-                result, wall = run(svc, source, "cuda", saxpy(1 << 20))
-                walls.append((wall, result.emulator.compile_ms, result.compile.timings.total_ms))
-            walls.sort()
-            wall, gxx, nvrtc = walls[len(walls) // 2]
-            print(
-                f"first-run latency, vector add 2^20, median of 5 new sources: {wall * 1000:.0f} ms "
-                f"(g++ {gxx:.0f} ms, NVRTC report {nvrtc:.0f} ms, the rest: child start, inputs, launch, check)"
-            )
+            run(svc, CUDA_SAXPY_SUM, "cuda", saxpy(1 << 12), report=False)
+            for report in (True, False):
+                walls = []
+                for k in range(5):
+                    source = f"// edit {k} {report} {time.time()}\n" + CUDA_SAXPY_SUM
+                    result, wall = run(svc, source, "cuda", saxpy(1 << 20), report=report)
+                    walls.append((wall, result.emulator.compile_ms, result.compile.timings.total_ms))
+                walls.sort()
+                wall, gxx, nvrtc = walls[len(walls) // 2]
+                print(
+                    f"first-run latency, vector add 2^20, {'with' if report else 'without'} the memory report, "
+                    f"median of 5 new sources: {wall * 1000:.0f} ms (g++ {gxx:.0f} ms, NVRTC report {nvrtc:.0f} ms, "
+                    "the rest: child start, inputs, launch, check)"
+                )
         finally:
             svc.close()
 

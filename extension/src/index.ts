@@ -22,12 +22,14 @@ import { ILauncher } from '@jupyterlab/launcher';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStateDB } from '@jupyterlab/statedb';
 import { GpudojoClient } from './api/client';
+import { notebookGpuCellsPlugin } from './course/notebookGpuCells';
 import { coursePlugin } from './course/plugin';
 import { CommandIds } from './gpu/commands';
 import { DevicesModel } from './gpu/devicesModel';
 import { GpuMonitor, MonitorSettings, createMonitorWidget } from './gpu/monitor';
 import { GpuSection } from './gpu/section';
 import { gpudojoIcon } from './icons';
+import { cudaFilesPlugin } from './kernels/cudaFiles';
 import { kernelsPlugin } from './kernels/plugin';
 import { memoryPlugin } from './memory/plugin';
 import { profilePlugin } from './profile/plugin';
@@ -201,8 +203,10 @@ export default [
   devicesPlugin,
   sidebarPlugin,
   coursePlugin,
+  notebookGpuCellsPlugin,
   gpuPlugin,
   kernelsPlugin,
+  cudaFilesPlugin,
   memoryPlugin,
   profilePlugin,
   runsPlugin

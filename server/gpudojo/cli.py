@@ -177,7 +177,7 @@ def _kernel(args: argparse.Namespace) -> int:
 
 
 def _add_kernel_parsers(sub: argparse._SubParsersAction) -> None:
-    from .kernels.notebook import add_compiler_flags
+    from .kernels.notebook import add_compiler_flags, add_memory_report_flag
 
     k = sub.add_parser("kernel", help="Compile a CUDA C (.cu) or numba (.py) kernel, or run it.")
     ksub = k.add_subparsers(dest="kernel_command", required=True)
@@ -206,6 +206,7 @@ def _add_kernel_parsers(sub: argparse._SubParsersAction) -> None:
     )
     r.add_argument("--expect", help='NumPy expectations, e.g. "y=a*x+y"')
     r.add_argument("--mode", choices=["auto", "gpu", "simulator", "cpu-emulation"], default="auto")
+    add_memory_report_flag(r)
     r.set_defaults(func=_kernel)
 
 
@@ -255,6 +256,7 @@ ENGINE_OPTIONS = {
         "nodes": "nnodes",
         "min_nodes": "min_nodes",
         "host": "host",
+        "same_machine": "same_machine",
         "max_restarts": "max_restarts",
         "join_timeout": "join_timeout_s",
     },
@@ -296,7 +298,8 @@ def _where(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         return TypeAdapter(Where).validate_python(doc)
     except ValidationError as err:
         first = err.errors(include_url=False)[0]
-        raise ValueError(f"{'.'.join(str(p) for p in first['loc'][1:])}: {first['msg']}") from None
+        msg = first["msg"].removeprefix("Value error, ")
+        raise ValueError(f"{'.'.join(str(p) for p in first['loc'][1:])}: {msg}") from None
 
 
 def _lab_params(args: argparse.Namespace) -> dict:
@@ -670,6 +673,12 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nodes", type=int, help="nodes (torchrun-nodes: the most, when elastic)")
     p.add_argument("--min-nodes", type=int, help="torchrun-nodes, elastic: start with at least this many")
     p.add_argument("--host", help="torchrun-nodes: this machine's address as the other nodes reach it")
+    p.add_argument(
+        "--same-machine",
+        action="store_const",
+        const=True,
+        help="torchrun-nodes: every node on this machine (practice); --host may then be loopback",
+    )
     p.add_argument("--max-restarts", type=int, help="torchrun-nodes, kubernetes: restarts after a failure")
     p.add_argument("--join-timeout", type=int, help="torchrun-nodes: seconds the rendezvous waits for the nodes")
     p.add_argument("--gpus-per-node", type=int, help="slurm, kubernetes: GPUs each node asks for (0: CPUs, gloo)")

@@ -2,10 +2,12 @@ import type { CheckAttempt, ExerciseDoc, RequirementResult } from '../../extensi
 import {
   attemptLine,
   checkStatus,
+  filesToOpen,
   formatFigure,
   isRunning,
   modeLabel,
   outcomeMark,
+  requirementFiles,
   requirementRows,
   sandboxNote
 } from '../../extension/src/course/exerciseModel';
@@ -158,5 +160,41 @@ describe('sandboxNote', () => {
     const note = sandboxNote(attempt({ sandbox: 'none', sandbox_reason: 'bubblewrap (bwrap) is not installed' }));
     expect(note).toMatch(/^Not sandboxed: bubblewrap \(bwrap\) is not installed\. /);
     expect(sandboxNote(attempt({ sandbox: 'none', sandbox_reason: '' }))).toMatch(/^Not sandboxed\. /);
+  });
+});
+
+describe('the files a requirement is about', () => {
+  const copy = ['README.md', 'bench.py', 'kernel.cu', 'kernel_numba.py', 'ops.py'];
+
+  it('takes the manifest’s files first, then the copy’s files its words name, in order', () => {
+    expect(
+      requirementFiles(
+        { files: ['ops.py'], statement: 'ops.launch_config(n) returns (grid, block)', message: 'kernel.cu: no' },
+        copy
+      )
+    ).toEqual(['ops.py', 'kernel.cu']);
+    expect(
+      requirementFiles({ statement: "kernel_numba.py's kernel and kernel.cu's twin", message: '' }, copy)
+    ).toEqual(['kernel_numba.py', 'kernel.cu']);
+  });
+
+  it('matches a name as a word of its own and leaves out files the copy lacks', () => {
+    expect(requirementFiles({ statement: 'myops.py and ops.pyc', message: '' }, copy)).toEqual([]);
+    expect(requirementFiles({ files: ['gone.py', 'ops.py'], statement: '' }, copy)).toEqual(['ops.py']);
+    expect(requirementFiles({ statement: 'README.md says so' }, copy)).toEqual([]);
+  });
+});
+
+describe('the files Start and "Open my copy" open', () => {
+  it('opens every file the requirements name, the main starter last so it is in front', () => {
+    const reqs = [
+      { files: ['kernel.cu'], statement: '' },
+      { files: ['kernel_numba.py'], statement: '' },
+      { files: ['ops.py', 'kernel.cu'], statement: '' },
+      { statement: 'no files' }
+    ];
+    expect(filesToOpen('kernel.cu', reqs)).toEqual(['kernel_numba.py', 'ops.py', 'kernel.cu']);
+    expect(filesToOpen('kernel.cu', reqs, ['kernel.cu', 'ops.py'])).toEqual(['ops.py', 'kernel.cu']);
+    expect(filesToOpen('summer.py', [{ statement: 'x' }])).toEqual(['summer.py']);
   });
 });

@@ -126,6 +126,7 @@ export function simulatorRun(overrides: Partial<RunResult> = {}): RunResult {
     stdout: '',
     compile: null,
     emulator: null,
+    memory: null,
     wall_ms: 900,
     ...overrides
   };

@@ -1,8 +1,8 @@
 import type { Estimate, MemoryWindow } from '../../extension/src/api/types';
 import { buildEstimateRequest, estimatorBar } from '../../extension/src/memory/estimatorBar';
 import { LegendState } from '../../extension/src/memory/legendState';
-import { MIN_SPAN_US, clampRange, panBy, stretchImage, wheelFactor, zoomAt } from '../../extension/src/memory/viewport';
-import { WindowLoader, WindowRequest } from '../../extension/src/memory/windowLoader';
+import { MIN_SPAN_US, clampRange, panBy, stretchImage, wheelFactor, zoomAt } from '../../extension/src/timeline/viewport';
+import { WindowLoader, WindowRequest } from '../../extension/src/timeline/windowLoader';
 
 const bounds = { t0: 0, t1: 1000 };
 
@@ -86,7 +86,7 @@ describe('WindowLoader', () => {
   it('asks once per burst of viewport changes, for the last one', async () => {
     const asked: WindowRequest[] = [];
     const loaded: number[] = [];
-    const loader = new WindowLoader({
+    const loader = new WindowLoader<MemoryWindow>({
       fetch: async request => {
         asked.push(request);
         return empty(request.t0);
@@ -106,7 +106,7 @@ describe('WindowLoader', () => {
   it('drops an answer that arrives after a newer query was sent, and aborts it', async () => {
     const pending: Array<{ t0: number; resolve: (w: MemoryWindow) => void; signal: AbortSignal }> = [];
     const loaded: number[] = [];
-    const loader = new WindowLoader({
+    const loader = new WindowLoader<MemoryWindow>({
       fetch: (request, signal) => new Promise(resolve => pending.push({ t0: request.t0, resolve, signal })),
       loaded: w => loaded.push(w.t0_us),
       failed: () => undefined

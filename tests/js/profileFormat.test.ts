@@ -84,11 +84,18 @@ describe('profile comparison rows', () => {
       { name: 'aten::item', a_self_us: 10, b_self_us: 1000, delta_us: 990, a_calls: 1, b_calls: 2 }
     ],
     findings_resolved: ['data-loading'],
-    findings_new: []
+    findings_new: [],
+    a_run: null,
+    b_run: null,
+    changes: []
   };
 
-  it('leads with the step time and the speed-up', () => {
-    expect(stepHeadline(diff)).toBe('Step time 120 ms → 80.0 ms: 1.50× faster');
+  it('leads with the step time and the speed-up, after against before', () => {
+    expect(stepHeadline(diff)).toBe('Step time 120 ms → 80.0 ms: after is 1.50× faster');
+    expect(stepHeadline({ ...diff, step_a_us: 80_000, step_b_us: 120_000, speedup: 2 / 3 })).toBe(
+      'Step time 80.0 ms → 120 ms: after is 1.50× slower'
+    );
+    expect(stepHeadline({ ...diff, speedup: 1 })).toBe('Step time 120 ms → 80.0 ms: no change');
   });
 
   it('lists the breakdown in the step chart’s order, in words', () => {

@@ -14,7 +14,7 @@ import {
 import { DEFAULT_OP_SORT, basisOf, nextSort, sortOps, withBasis } from '../../extension/src/profile/opSort';
 import { luminance, readableOn, spanKind } from '../../extension/src/profile/palette';
 import { roundTop, stepBars, stepRange } from '../../extension/src/profile/stepBars';
-import { WINDOW_DEBOUNCE_MS, WindowLoader, WindowRequest } from '../../extension/src/profile/windowLoader';
+import { WINDOW_DEBOUNCE_MS, WindowLoader, WindowRequest } from '../../extension/src/timeline/windowLoader';
 
 function step(n: number, start: number, parts: Partial<Record<ProfileStep['breakdown'][number]['category'], number>>): ProfileStep {
   const breakdown = Object.entries(parts).map(([category, us]) => ({ category, us }) as ProfileStep['breakdown'][number]);

@@ -267,13 +267,19 @@ describe('profile comparison', () => {
     ],
     ops: [{ name: 'enumerate(DataLoader)', a_self_us: 40_000, b_self_us: 3_000, delta_us: -37_000, a_calls: 1, b_calls: 1 }],
     findings_resolved: ['data-loading'],
-    findings_new: []
+    findings_new: [],
+    a_run: null,
+    b_run: null,
+    changes: []
   };
 
   it('leads with the speed-up and marks each change’s direction', () => {
     const host = document.createElement('div');
     host.append(...renderProfileDiff(diff));
-    expect(host.querySelector('.gpudojo-profile-diff-headline')?.textContent).toMatch(/^Step time 100 ms → 62\.5 ms: 1\.60× faster/);
+    expect(host.querySelector('.gpudojo-profile-diff-headline')?.textContent).toMatch(
+      /^Step time 100 ms → 62\.5 ms: after is 1\.60× faster/
+    );
+    expect(host.querySelector('.gpudojo-profile-diff-runs')?.textContent).toContain('A trace file is no run');
     const loading = host.querySelector('.gpudojo-profile-diff-breakdown tr[data-key="data_loading"]')!;
     expect(loading.querySelector('td')?.textContent).toBe('data loading');
     expect(loading.querySelector('.gpudojo-profile-delta')?.getAttribute('data-sign')).toBe('-');
@@ -287,6 +293,30 @@ describe('profile comparison', () => {
     expect(traceName('file:traces/a.json')).toBe('traces/a.json');
   });
 
+  it('names what differs between the runs, and warns when before is the newer one', () => {
+    const run = (id: string, created_at: number) => ({
+      id,
+      title: 'PyTorch on the GPU',
+      lab: 'lab-02-pytorch-gpu',
+      created_at,
+      device_mode: 'cpu' as const
+    });
+    const host = document.createElement('div');
+    host.append(
+      ...renderProfileDiff({
+        ...diff,
+        a_run: run('newer', 200),
+        b_run: run('older', 100),
+        changes: [{ key: 'param:max_batch', label: 'max_batch', a: '8', b: '4' }]
+      })
+    );
+    const runs = host.querySelector('.gpudojo-profile-diff-runs')!;
+    expect(runs.querySelector('.gpudojo-profile-diff-runs-summary')?.textContent).toBe('What changed: max_batch 8 → 4.');
+    expect(runs.querySelector('li[data-key="param:max_batch"]')?.textContent).toBe('max_batch: 8 → 4');
+    expect(runs.querySelector('.gpudojo-profile-diff-newer-first')?.textContent).toContain('swap before and after');
+    expect(runs.textContent).not.toContain('newer ·');
+  });
+
   it('compares with a listed trace, or a typed path before it', async () => {
     const compared: string[] = [];
     const picker = new ComparePicker({
@@ -295,7 +325,7 @@ describe('profile comparison', () => {
         { id: 'file:a.json', label: 'this one' },
         { id: `run:${RUN}:*`, label: 'lab-02 · all ranks' }
       ],
-      compare: b => compared.push(b)
+      compare: (_a, b) => compared.push(b)
     });
     await settle();
     const select = picker.node.querySelector('select')!;
@@ -310,6 +340,42 @@ describe('profile comparison', () => {
     path.dispatchEvent(new Event('input'));
     button.click();
     expect(compared).toEqual([`run:${RUN}:*`, 'file:traces/after.pt.trace.json']);
+  });
+
+  it('puts the older run before whichever profile it is opened from, swaps, and lists a run that ended since', async () => {
+    const OLD = `run:20250101-110000-oooooo:rank0.trace.json`;
+    const NEW = `run:${RUN}:rank0.trace.json`;
+    const LATER = `run:20250101-130000-llllll:rank0.trace.json`;
+    const listed = [
+      { id: OLD, label: 'lab-02 · 11:00:00 · rank 0', createdAt: 100 },
+      { id: NEW, label: 'lab-02 · 12:00:00 · rank 0', createdAt: 200 }
+    ];
+    const compared: Array<[string, string]> = [];
+    // Opened from the newer run's profile: the older one is still before.
+    const picker = new ComparePicker({ trace: NEW, candidates: async () => [...listed], compare: (a, b) => compared.push([a, b]) });
+    await settle();
+    const select = picker.node.querySelector('select')!;
+    select.value = OLD;
+    select.dispatchEvent(new Event('change'));
+    expect(picker.node.getAttribute('data-before')).toBe(OLD);
+    expect(picker.node.getAttribute('data-after')).toBe(NEW);
+    expect(picker.node.querySelector('.gpudojo-profile-compare-order-text')?.textContent).toBe(
+      'Before: lab-02 · 11:00:00 · rank 0 → after: this trace'
+    );
+    picker.node.querySelector<HTMLButtonElement>('.gpudojo-profile-compare-swap')!.click();
+    expect(picker.pair()).toEqual([NEW, OLD]);
+    picker.node.querySelector<HTMLButtonElement>('.gpudojo-profile-compare')!.click();
+    expect(compared).toEqual([[NEW, OLD]]);
+
+    // A run that ended after the picker first listed: the pointer coming to the picker lists it.
+    listed.push({ id: LATER, label: 'lab-02 · 13:00:00 · rank 0', createdAt: 300 });
+    picker.node.querySelector('.gpudojo-profile-compare-row')!.dispatchEvent(new Event('pointerenter'));
+    await settle();
+    expect(Array.from(select.options).map(o => o.value)).toEqual(['', OLD, LATER]);
+    expect(select.value).toBe(OLD);
+    select.value = LATER;
+    select.dispatchEvent(new Event('change'));
+    expect(picker.pair()).toEqual([NEW, LATER]);
   });
 });
 
@@ -343,10 +409,12 @@ describe('the run view’s Profile section', () => {
       }),
       listRuns: async () => ({ runs: [run, previous] })
     });
+    const listed: string[] = [];
     const section = new RunProfileSection({
       client,
       openTrace: trace => opened.push(trace),
-      compare: (a, b) => compared.push([a, b])
+      compare: (a, b) => compared.push([a, b]),
+      listed: (ended, found) => listed.push(`${ended.id}: ${found.length}`)
     });
     section.update(run);
     await settle();
@@ -362,6 +430,8 @@ describe('the run view’s Profile section', () => {
     expect(opened).toEqual([`run:${RUN}:*`]);
     section.node.querySelector<HTMLButtonElement>('.gpudojo-profile-compare-previous')!.click();
     expect(compared).toEqual([[`run:${PREVIOUS}:*`, `run:${RUN}:*`]]);
+    // The ended run's traces are announced, so open compare pickers list them.
+    expect(listed).toEqual([`${RUN}: 3`]);
   });
 
   it('says why a run that asked for a profile has none', async () => {

@@ -10,6 +10,7 @@ import {
   isLoopback,
   parseWhereField,
   proposedHost,
+  reasonAndDetail,
   whereErrorsFromDetail,
   whereRangeText
 } from '../../extension/src/runs/where';
@@ -57,7 +58,24 @@ describe('where a run may go', () => {
 
   it('offers a plain Python lab this machine only, and says why', () => {
     const choices = engineChoices(ENGINES, 'python');
-    expect(choices).toEqual([{ name: 'local', title: 'This machine', available: true, reason: PYTHON_ONLY_REASON }]);
+    expect(choices).toEqual([
+      { name: 'local', title: 'This machine', available: true, reason: PYTHON_ONLY_REASON, detail: '' }
+    ]);
+  });
+
+  it("gives an unavailable engine's reason in one line, what lies behind it as details", () => {
+    const scontrol =
+      'scontrol ping found no Slurm controller that answers: is slurmctld running and reachable?';
+    const said = 'slurm_load_ctl_conf error: Unable to resolve "_slurmctld._tcp"\nping failed';
+    const slurm = { ...ENGINES[2], available: false, reason: scontrol, detail: said };
+    const [, , choice] = engineChoices([ENGINES[0], ENGINES[1], slurm, ENGINES[3]], 'torchrun');
+    expect(choice).toMatchObject({ reason: scontrol, detail: said, available: false });
+    // A reason that came with several lines keeps its first; the rest goes behind it.
+    expect(reasonAndDetail('Slurm is not usable here.\nerror: DNS SRV lookup failed\n', 'exit 1')).toEqual({
+      reason: 'Slurm is not usable here.',
+      detail: 'error: DNS SRV lookup failed\nexit 1'
+    });
+    expect(reasonAndDetail('one line', '')).toEqual({ reason: 'one line', detail: '' });
   });
 
   it('offers this machine alone until the server has said where else', () => {
@@ -163,10 +181,21 @@ describe('where a run may go', () => {
     const raw = initialWhereRaw('torchrun-nodes');
     expect(buildWhere('torchrun-nodes', raw).errors.host).toBe(
       "127.0.0.1 is this machine's loopback: a node on another machine cannot reach it. " +
-        'Give an address of this machine the other nodes reach, or tick "all nodes on this machine (testing)".'
+        'Give an address of this machine the other nodes reach, or tick "every node on this machine (practice)".'
     );
     expect(buildWhere('torchrun-nodes', { ...raw, host: 'localhost' }).errors.host).toMatch(/loopback/);
-    expect(buildWhere('torchrun-nodes', { ...raw, [SAME_MACHINE]: 'true' }).where).toMatchObject({ host: '127.0.0.1' });
+    // Ticked, loopback is sent with same_machine (the server refuses loopback without it).
+    expect(buildWhere('torchrun-nodes', { ...raw, [SAME_MACHINE]: 'true' }).where).toEqual({
+      engine: 'torchrun-nodes',
+      nnodes: 2,
+      host: '127.0.0.1',
+      same_machine: true,
+      max_restarts: 0,
+      join_timeout_s: 120
+    });
+    expect(buildWhere('torchrun-nodes', { ...raw, host: '10.0.0.5' }).where).not.toHaveProperty('same_machine');
+    const again = initialWhereRaw('torchrun-nodes', { engine: 'torchrun-nodes', host: '127.0.0.1', same_machine: true });
+    expect(buildWhere('torchrun-nodes', again).where).toMatchObject({ host: '127.0.0.1', same_machine: true });
     expect(buildWhere('torchrun-nodes', { ...raw, nnodes: '1' }).errors).toEqual({});
     expect(isLoopback('127.0.1.1')).toBe(true);
     expect(isLoopback('10.0.0.5')).toBe(false);

@@ -229,8 +229,12 @@ async def test_open_as_notebook_copies_into_the_workspace_and_never_touches_cont
     assert copy == {"path": "gpudojo-lessons/01-first.ipynb", "created": True}
     nb = json.loads((Path(jp_root_dir) / copy["path"]).read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    # A setup cell first (the %%needs_gpu magic), then the lesson's cells.
+    assert "gpudojo-setup" in code[0]["metadata"]["tags"]
+    code = code[1:]
     assert "".join(code[0]["source"]) == "print(1 + 1)"
     assert "needs-gpu" in code[1]["metadata"]["tags"]
+    assert "".join(code[1]["source"]).startswith("%%needs_gpu\n")
     note = nb["cells"][nb["cells"].index(code[1]) + 1]
     assert note["cell_type"] == "markdown" and "Output captured on NVIDIA H100 80GB HBM3" in "".join(note["source"])
     # The learner edits the copy; opening again keeps the edits unless asked to start over.

@@ -48,7 +48,7 @@ async def test_a_nodes_run_gives_its_generated_files_and_cancels(jp_fetch):
         "kind": "lab",
         "lab": "lab-03-ddp",
         "params": {"nproc": 1},
-        "where": {"engine": "torchrun-nodes", "nnodes": 3, "join_timeout_s": 30},
+        "where": {"engine": "torchrun-nodes", "nnodes": 3, "join_timeout_s": 30, "same_machine": True},
     }
     (run,) = json.loads((await post_json(jp_fetch, "runs", body=body)).body)["runs"]
     assert run["engine"] == "torchrun-nodes" and run["nnodes"] == 3 and run["where"]["nnodes"] == 3
@@ -80,6 +80,26 @@ async def test_bad_where_is_a_400_naming_the_field(jp_fetch, where, why):
         await post_json(jp_fetch, "runs", body=body)
     assert info.value.code == 400
     assert why in info.value.response.body.decode()
+
+
+@pytest.mark.parametrize("host", [None, "127.0.0.1", "127.0.1.1", "localhost"])
+async def test_a_nodes_run_on_loopback_is_refused_unless_every_node_is_on_this_machine(jp_fetch, host):
+    where = {"engine": "torchrun-nodes", "nnodes": 2, "join_timeout_s": 10}
+    if host is not None:  # None: the default host, loopback
+        where["host"] = host
+    body = {"kind": "lab", "lab": "lab-03-ddp", "params": {"nproc": 1}, "where": where}
+    with pytest.raises(HTTPClientError) as info:
+        await post_json(jp_fetch, "runs", body=body)
+    assert info.value.code == 400
+    (detail,) = json.loads(info.value.response.body)["error"]["detail"]
+    assert detail["loc"][-1] == "host"
+    assert "loopback: a node on another machine cannot reach it" in detail["msg"]
+    assert '"every node on this machine (practice)"' in detail["msg"]
+    # Ticked, the same request starts (the practice setup: every node joins over loopback).
+    body["where"] = {**where, "same_machine": True}
+    (run,) = json.loads((await post_json(jp_fetch, "runs", body=body)).body)["runs"]
+    assert run["where"]["same_machine"] is True
+    await post_json(jp_fetch, "runs", run["id"], "cancel", body={})
 
 
 async def test_an_engine_that_cannot_run_here_is_refused_with_its_reason(jp_fetch):
@@ -200,6 +220,7 @@ def test_lab_manifest_writes_the_nodes_commands_into_a_folder(tmp_path):
         "torchrun-nodes",
         "--nodes",
         "2",
+        "--same-machine",
         "--output-dir",
         str(out),
         tmp=tmp_path,
@@ -217,6 +238,10 @@ def test_lab_manifest_writes_the_nodes_commands_into_a_folder(tmp_path):
         (["lab", "manifest", "lab-01-cuda-hello", "--engine", "slurm"], "one plain Python process"),
         (["lab", "run", "lab-03-ddp", "--engine", "slurm"], "slurm cannot run jobs from this machine"),
         (["lab", "run", "lab-03-ddp", "--engine", "torchrun-nodes", "--nodes", "0"], "nnodes"),
+        (
+            ["lab", "manifest", "lab-03-ddp", "--engine", "torchrun-nodes", "--host", "127.0.0.1"],
+            "host: 127.0.0.1 is this machine's loopback",
+        ),
     ],
 )
 def test_cli_refusals_exit_2_with_the_reason(tmp_path, args, message):
@@ -242,7 +267,12 @@ def test_node_join_with_no_host_listening_says_so(tmp_path):
 
 
 async def test_an_artifact_swapped_for_a_link_or_grown_huge_is_refused(jp_fetch, jp_serverapp, tmp_path):
-    body = {"kind": "lab", "lab": "lab-03-ddp", "params": {"nproc": 1}, "where": {"engine": "torchrun-nodes"}}
+    body = {
+        "kind": "lab",
+        "lab": "lab-03-ddp",
+        "params": {"nproc": 1},
+        "where": {"engine": "torchrun-nodes", "same_machine": True},
+    }
     (run,) = json.loads((await post_json(jp_fetch, "runs", body=body)).body)["runs"]
     await post_json(jp_fetch, "runs", run["id"], "cancel", body={})
     services = jp_serverapp.web_app.settings["gpudojo"]
@@ -265,7 +295,12 @@ async def test_an_artifact_swapped_for_a_link_or_grown_huge_is_refused(jp_fetch,
 async def test_an_artifacts_or_run_folder_swapped_for_a_link_is_refused(jp_fetch, jp_serverapp, tmp_path, swapped):
     # Finding (issue 22, 5): O_NOFOLLOW guarded the file name only; a folder on the way that was
     # replaced by a link had the files where it pointed served as the run's artifacts.
-    body = {"kind": "lab", "lab": "lab-03-ddp", "params": {"nproc": 1}, "where": {"engine": "torchrun-nodes"}}
+    body = {
+        "kind": "lab",
+        "lab": "lab-03-ddp",
+        "params": {"nproc": 1},
+        "where": {"engine": "torchrun-nodes", "same_machine": True},
+    }
     (run,) = json.loads((await post_json(jp_fetch, "runs", body=body)).body)["runs"]
     await post_json(jp_fetch, "runs", run["id"], "cancel", body={})
     folder = jp_serverapp.web_app.settings["gpudojo"].runs.folder(run["id"])
@@ -287,7 +322,12 @@ async def test_an_artifacts_or_run_folder_swapped_for_a_link_is_refused(jp_fetch
 
 async def test_an_artifact_swapped_for_a_fifo_is_a_404_at_once(jp_fetch, jp_serverapp):
     # Opening a FIFO for reading waits for a writer: the request's thread would hang for good.
-    body = {"kind": "lab", "lab": "lab-03-ddp", "params": {"nproc": 1}, "where": {"engine": "torchrun-nodes"}}
+    body = {
+        "kind": "lab",
+        "lab": "lab-03-ddp",
+        "params": {"nproc": 1},
+        "where": {"engine": "torchrun-nodes", "same_machine": True},
+    }
     (run,) = json.loads((await post_json(jp_fetch, "runs", body=body)).body)["runs"]
     await post_json(jp_fetch, "runs", run["id"], "cancel", body={})
     artifacts = jp_serverapp.web_app.settings["gpudojo"].runs.folder(run["id"]).artifacts_dir

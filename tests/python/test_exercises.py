@@ -219,6 +219,24 @@ def test_the_catalog_loads_exercise_manifests_with_their_problems(tmp_path, cont
     assert any(p.field == "requirements" for p in data.problems)
 
 
+def test_a_requirement_names_its_files_and_a_path_leading_out_of_starters_is_a_problem(tmp_path, content):
+    manifest = content / "exercises" / "toy-sum" / "exercise.toml"
+    text = manifest.read_text()
+    manifest.write_text(
+        text.replace('statement = "total(xs) returns the sum of xs"\n', 'statement = "total"\nfiles = ["summer.py"]\n')
+    )
+    data = CourseCatalog(content, tmp_path / "no-labs").data()
+    reqs = {r.id: r.files for r in data.exercises[0].meta.requirements}
+    assert reqs == {"sums": ["summer.py"], "cli": [], "on-gpu": []}
+
+    manifest.write_text(
+        text.replace('statement = "total(xs) returns the sum of xs"\n', 'statement = "t"\nfiles = ["../checks/x.py"]\n')
+    )
+    data = CourseCatalog(content, tmp_path / "no-labs").data()
+    assert data.exercises == []
+    assert any("relative to starters" in p.message for p in data.problems)
+
+
 # --- REST ------------------------------------------------------------------------------
 
 

@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 from gpudojo.errors import ServiceError
-from gpudojo.runs.models import LabRunRequest, NodesWhere, ScriptRunRequest
+from gpudojo.runs.models import LabRunRequest, NodesWhere, ScriptRunRequest, is_loopback
 from gpudojo.runs.node_join import JoinError, connect
 from gpudojo.runs.service import RunService
 
@@ -114,7 +114,8 @@ def service(tmp_path):
 
 
 def nodes_run(svc: RunService, hosts: Hosts, params: dict, **where) -> str:
-    where = {"nnodes": 2, "host": hosts.host, "join_timeout_s": 60, **where}
+    # Node 1 in a namespace of its own is another machine; over loopback, practice on this one.
+    where = {"nnodes": 2, "host": hosts.host, "same_machine": is_loopback(hosts.host), "join_timeout_s": 60, **where}
     (run,) = svc.submit(
         LabRunRequest(lab="lab-03-ddp", params=params, where=NodesWhere(engine="torchrun-nodes", **where))
     )
@@ -196,7 +197,9 @@ def test_an_elastic_job_asks_torchrun_for_a_node_range_and_restarts(service):
     drops a dead node after 3 missed 1 s heartbeats. Whether a restart then succeeds is torch's
     (here it did in 7 of 12 tries; the others failed or hung in gloo's start-up), so this test pins
     what gpudojo asks for, not torch's outcome; the lost-node failure above is gpudojo's part."""
-    where = NodesWhere(engine="torchrun-nodes", nnodes=3, min_nodes=2, max_restarts=2, join_timeout_s=30)
+    where = NodesWhere(
+        engine="torchrun-nodes", nnodes=3, min_nodes=2, max_restarts=2, join_timeout_s=30, same_machine=True
+    )
     (run,) = service.submit(LabRunRequest(lab="lab-03-ddp", params=SMALL, where=where))
     try:
         node0 = service.artifact(run.id, "node0-torchrun.txt").content
@@ -252,7 +255,9 @@ def test_a_script_runs_on_two_nodes_from_its_text(service, hosts, tmp_path):
         "print('sum of ranks', int(x.item()), 'world', dist.get_world_size(), flush=True)\n"
         "dist.destroy_process_group()\n"
     )
-    where = NodesWhere(engine="torchrun-nodes", nnodes=2, host=hosts.host, join_timeout_s=60)
+    where = NodesWhere(
+        engine="torchrun-nodes", nnodes=2, host=hosts.host, same_machine=is_loopback(hosts.host), join_timeout_s=60
+    )
     (run,) = service.submit(ScriptRunRequest(path="hello_nodes.py", nproc=1, where=where))
     node = hosts.join(service, run.id)
     done = service.wait(run.id, 120)
@@ -265,7 +270,9 @@ def test_a_script_runs_on_two_nodes_from_its_text(service, hosts, tmp_path):
 
 def test_engines_refuse_a_one_process_lab(service):
     with pytest.raises(ServiceError, match="one plain Python process"):
-        service.submit(LabRunRequest(lab="lab-01-cuda-hello", where=NodesWhere(engine="torchrun-nodes")))
+        service.submit(
+            LabRunRequest(lab="lab-01-cuda-hello", where=NodesWhere(engine="torchrun-nodes", same_machine=True))
+        )
 
 
 def test_cancel_on_sigterm_of_the_host_follower_stops_node_0(service, hosts):

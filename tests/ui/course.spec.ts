@@ -157,6 +157,60 @@ async function waitForIdleKernel(page: Page, notebook: Locator): Promise<void> {
   }).toPass({ timeout: 90_000 });
 }
 
+test('Open as notebook keeps GPU cells honest: tagged, skipped here with one line, the copy unmodified', async ({ page }) => {
+  test.setTimeout(240_000);
+  const file = 'gpudojo-lessons/01-gpu-intro.ipynb';
+  // A fresh copy (an earlier test may have made one).
+  await page.request.delete(`/api/contents/${file}?token=${TOKEN}`);
+  await openLab(page);
+  const panel = await openSidebar(page);
+  await panel.locator('.gpudojo-course-item[data-id="gpu-intro"]').click();
+  const lesson = page.locator('#gpudojo-lesson-gpu-intro');
+  await lesson.locator('.gpudojo-open-notebook').click();
+  const notebook = page.locator('.jp-NotebookPanel:visible');
+  const tab = page.locator('#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current');
+  await expect(tab).toContainText('01-gpu-intro.ipynb');
+  await waitForIdleKernel(page, notebook);
+  // Opened and its kernel started: still not modified.
+  await page.waitForTimeout(1_000);
+  await expect(tab).not.toHaveClass(/jp-mod-dirty/);
+
+  const copy = await page.request.get(`/api/contents/${file}?token=${TOKEN}`);
+  const cells = (await copy.json()).content.cells as Array<{ cell_type: string; source: string; metadata: any }>;
+  const setupIndex = cells.findIndex(c => (c.metadata.tags ?? []).includes('gpudojo-setup'));
+  const gpuIndex = cells.findIndex(c => (c.metadata.tags ?? []).includes('needs-gpu'));
+  expect(setupIndex).toBeGreaterThanOrEqual(0);
+  expect(gpuIndex).toBeGreaterThan(setupIndex);
+  expect(cells[gpuIndex].source.split('\n')[0]).toBe('%%needs_gpu');
+  // Its expected output follows it, labelled as such.
+  expect(cells[gpuIndex + 1].cell_type).toBe('markdown');
+  expect(cells[gpuIndex + 1].source).toContain('The cell above needs a GPU. Expected output for NVIDIA H100');
+
+  const cell = (index: number) => notebook.locator('.jp-Notebook .jp-Cell').nth(index);
+  const gpuCell = cell(gpuIndex);
+  await expect(gpuCell).toHaveClass(/gpudojo-mod-needs-gpu/);
+  await expect(gpuCell.locator('.gpudojo-notebook-gpu-tag')).toHaveText('Needs a GPU');
+  // Run the setup cell, then the GPU cell: one line instead of a CUDA traceback.
+  const setup = cell(setupIndex);
+  await setup.locator('.jp-InputPrompt').click();
+  await expect(async () => {
+    if ((await setup.locator('.jp-InputPrompt').textContent())?.includes('[ ]')) {
+      await setup.locator('.jp-InputPrompt').click();
+      await page.keyboard.press('Shift+Enter');
+    }
+    await expect(setup.locator('.jp-OutputArea-output')).toContainText('This machine has no GPU', { timeout: 20_000 });
+  }).toPass({ timeout: 120_000 });
+  await gpuCell.scrollIntoViewIfNeeded();
+  await gpuCell.locator('.jp-InputPrompt').click();
+  await page.keyboard.press('Shift+Enter');
+  const out = gpuCell.locator('.jp-OutputArea-output');
+  await expect(out).toHaveCount(1, { timeout: 60_000 });
+  await expect(out).toHaveText('Skipped: needs a GPU (this machine has none). Expected output below. Run anyway: %%needs_gpu --run');
+  await expect(gpuCell.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')).toHaveCount(0);
+  await expect(gpuCell).not.toContainText('Torch not compiled with CUDA enabled');
+  await keepScreenshot(page, 'lesson-notebook-gpu-cell-skipped.png');
+});
+
 test('the Course section at the default sidebar width shows every title in full and what runs each lab here', async ({
   page
 }) => {

@@ -64,6 +64,20 @@ test('a learner runs the DDP lab on two nodes: the join command, the rendezvous 
     .engines.find((e: { name: string }) => e.name === 'torchrun-nodes').addresses as string[];
   await expect(host).toHaveValue(addresses[0] ?? '127.0.0.1');
   await expect(where.locator('.gpudojo-run-where-addresses')).toBeVisible();
+  // An engine that cannot run here says why in one line; what lies behind it opens on demand.
+  const listed = (await page.request.get('/gpudojo/api/runs/engines?token=gpudojo-ui-test').then(r => r.json()))
+    .engines as Array<{ name: string; available: boolean; reason: string; detail: string }>;
+  for (const engine of listed.filter(e => !e.available)) {
+    const reason = where.locator(`.gpudojo-run-where-choice[data-engine="${engine.name}"] .gpudojo-run-where-reason`);
+    expect(await reason.textContent()).not.toContain('\n');
+    const detail = where.locator(`.gpudojo-run-where-detail[data-engine="${engine.name}"]`);
+    await expect(detail).toHaveCount(engine.detail ? 1 : 0);
+    if (engine.detail) {
+      await expect(detail.locator('pre')).toBeHidden();
+      await detail.locator('summary').click();
+      await expect(detail.locator('pre')).toHaveText(engine.detail.trim());
+    }
+  }
   // Elastic needs a minimum below the node count.
   await where.locator('input[name="where-min_nodes"]').fill('3');
   await form.locator('.gpudojo-run-start').click();
@@ -76,6 +90,17 @@ test('a learner runs the DDP lab on two nodes: the join command, the rendezvous 
   await expect(where.locator('.gpudojo-field-error[data-for="where.host"]')).toContainText(
     'a node on another machine cannot reach it'
   );
+  const practice = where.locator('.gpudojo-run-where-same-machine label');
+  await expect(practice).toHaveText('Every node on this machine (practice): 127.0.0.1 is then allowed');
+  // The server refuses the same: loopback for nodes that are other machines is a 400 at the host.
+  const refused = await page.request.post('/gpudojo/api/runs?token=gpudojo-ui-test', {
+    data: { kind: 'lab', lab: LAB, params: { nproc: 1 }, where: { engine: 'torchrun-nodes', host: '127.0.0.1' } }
+  });
+  expect(refused.status()).toBe(400);
+  const [why] = (await refused.json()).error.detail as Array<{ loc: string[]; msg: string }>;
+  expect(why.loc[why.loc.length - 1]).toBe('host');
+  expect(why.msg).toContain("127.0.0.1 is this machine's loopback: a node on another machine cannot reach it.");
+  await keepScreenshot(page, 'run-form-nodes-loopback-refused.png');
   await where.locator('input[name="where-same_machine"]').check();
   await where.locator('input[name="where-min_nodes"]').fill('');
   await where.locator('input[name="where-join_timeout_s"]').fill('150');

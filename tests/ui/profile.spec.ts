@@ -40,6 +40,16 @@ async function startProfiledRun(page: Page, maxBatch: number): Promise<{ id: str
   return { id, view };
 }
 
+/** The time range the timeline shows now (µs). */
+async function viewSpan(canvas: Locator): Promise<number> {
+  return Number(await canvas.getAttribute('data-view-t1')) - Number(await canvas.getAttribute('data-view-t0'));
+}
+
+/** The time axis's tick labels as last drawn. */
+async function tickLabels(canvas: Locator): Promise<string[]> {
+  return JSON.parse((await canvas.getAttribute('data-ticks')) ?? '[]');
+}
+
 /** The time range the canvas's last window covers (µs). */
 async function windowSpan(canvas: Locator): Promise<number> {
   return Number(await canvas.getAttribute('data-t1')) - Number(await canvas.getAttribute('data-t0'));
@@ -48,7 +58,7 @@ async function windowSpan(canvas: Locator): Promise<number> {
 test('a learner records a profile of lab 2 on the CPU, reads it, zooms the timeline and compares two runs', async ({
   page
 }) => {
-  test.setTimeout(180_000);
+  test.setTimeout(300_000);
   await openLab(page);
 
   // First run: batches up to 4, with "Record profile".
@@ -133,6 +143,37 @@ test('a learner records a profile of lab 2 on the CPU, reads it, zooms the timel
   await expect(tooltip.locator('[data-line="duration"]')).toContainText(' at ');
   await expect(tooltip.locator('[data-line="shapes"]')).toContainText('shapes [[');
   await keepScreenshot(page, 'profile-timeline.png');
+
+  // Back to the whole trace, then six wheel notches in: every tick label says where it is, at the zoom's precision.
+  await canvas.scrollIntoViewIfNeeded();
+  const plot = (await canvas.boundingBox())!;
+  const centre = { x: plot.x + plotLeft + (plot.width - plotLeft - 10) / 2, y: plot.y + plot.height / 2 };
+  await page.mouse.dblclick(centre.x, centre.y);
+  await expect.poll(() => viewSpan(canvas), { timeout: 20_000 }).toBeGreaterThan(whole * 0.99);
+  for (let notch = 0; notch < 6; notch++) {
+    await page.mouse.wheel(0, -100);
+    await page.waitForTimeout(60);
+  }
+  await expect.poll(() => viewSpan(canvas), { timeout: 20_000 }).toBeLessThan(whole / 10);
+  await expect(canvas).toHaveAttribute('data-state', 'ready');
+  const ticks = await tickLabels(canvas);
+  expect(ticks.length).toBeGreaterThan(2);
+  expect(new Set(ticks).size).toBe(ticks.length);
+  ticks.forEach(label => expect(label).toMatch(/^[\d,]+(\.\d+)? (s|ms|µs|ns)$/));
+  await page.mouse.move(0, 0);
+  await keepScreenshot(page, 'profile-zoom-ticks.png');
+  // And deeper still, to the narrowest view: still no two ticks alike.
+  await page.mouse.move(centre.x, centre.y);
+  for (let notch = 0; notch < 12; notch++) {
+    await page.mouse.wheel(0, -300);
+  }
+  await expect.poll(() => viewSpan(canvas), { timeout: 20_000 }).toBeLessThan(10);
+  await expect(canvas).toHaveAttribute('data-state', 'ready');
+  const deep = await tickLabels(canvas);
+  expect(deep.length).toBeGreaterThan(2);
+  expect(new Set(deep).size).toBe(deep.length);
+  await page.mouse.move(0, 0);
+  await keepScreenshot(page, 'profile-zoom-deep.png');
   // The top of the panel: the CPU-only banner, the step chart and the findings.
   await page.mouse.move(0, 0);
   await profile.evaluate(node => node.scrollTo(0, 0));
@@ -141,6 +182,10 @@ test('a learner records a profile of lab 2 on the CPU, reads it, zooms the timel
   // Second run with a larger largest batch, then "Compare with previous run of this lab".
   const second = await startProfiledRun(page, 8);
   await expect(second.view).toHaveAttribute('data-status', 'succeeded', { timeout: RUN_TIMEOUT });
+  const secondSection = second.view.locator('.gpudojo-run-profile-section');
+  await expect(secondSection).toHaveAttribute('data-traces', '1', { timeout: 30_000 });
+  const secondTrace = (await secondSection.locator('.gpudojo-profile-traces li[data-trace]').getAttribute('data-trace'))!;
+  expect(secondTrace).toContain(second.id);
   const compare = second.view.locator('.gpudojo-run-profile-section .gpudojo-profile-compare-previous');
   await expect(compare).toBeVisible({ timeout: 30_000 });
   await expect(compare).toHaveAttribute('data-a', trace);
@@ -156,5 +201,60 @@ test('a learner records a profile of lab 2 on the CPU, reads it, zooms the timel
   expect(Number(await headline.getAttribute('data-speedup'))).toBeGreaterThan(0);
   await expect(diff.locator('.gpudojo-profile-diff-breakdown tbody tr[data-key="compute"]')).toBeVisible();
   await expect(diff.locator('.gpudojo-profile-diff-ops tbody tr').first()).toBeVisible();
+  // The diff names what differs between the runs (max_batch 4 → 8), not their ids, and its wording reads forward.
+  const runs = diff.locator('.gpudojo-profile-diff-runs');
+  await expect(runs.locator('li[data-key="param:max_batch"]')).toHaveText('max_batch: 4 → 8');
+  await expect(runs).toContainText('What changed: max_batch 4 → 8');
+  await expect(runs.locator('.gpudojo-profile-diff-newer-first')).toHaveCount(0);
+  const sides = diff.locator('.gpudojo-profile-diff-open');
+  await expect(sides.first()).toContainText('started');
+  await expect(sides.first()).not.toContainText(first.id);
+  await expect(headline).toContainText(/after is [\d.]+× (faster|slower)|no change/);
   await keepScreenshot(page, 'profile-diff.png');
+
+  // The second run's profile, opened from the diff: its picker lists the first run's trace, and puts it before.
+  await diff.locator(`.gpudojo-profile-diff-open[data-trace="${secondTrace}"]`).click();
+  const secondProfile = page.locator(`.gpudojo-profile-view[data-trace="${secondTrace}"]`);
+  await expect(secondProfile).toHaveAttribute('data-state', 'ready', { timeout: 60_000 });
+  const secondPicker = secondProfile.locator('.gpudojo-profile-compare-picker');
+  await secondPicker.scrollIntoViewIfNeeded();
+  await secondPicker.hover();
+  await expect(secondPicker.locator(`option[value="${trace}"]`)).toHaveCount(1, { timeout: 20_000 });
+  await secondPicker.locator('select').selectOption(trace);
+  await expect(secondPicker).toHaveAttribute('data-before', trace);
+  await expect(secondPicker).toHaveAttribute('data-after', secondTrace);
+  await expect(secondPicker.locator('.gpudojo-profile-compare-order-text')).toContainText('after: this trace');
+
+  // The first profile, opened before the second run existed, lists the second run's trace once shown again.
+  const tab = (run: string) => page.locator('.lm-DockPanel-tabBar .lm-TabBar-tab', { hasText: `Profile: rank 0 · ${run}` });
+  await tab(first.id).click();
+  await expect(profile).toBeVisible();
+  const firstPicker = profile.locator('.gpudojo-profile-compare-picker');
+  await firstPicker.scrollIntoViewIfNeeded();
+  await firstPicker.hover();
+  await expect(firstPicker.locator(`option[value="${secondTrace}"]`)).toHaveCount(1, { timeout: 20_000 });
+  await firstPicker.locator('select').selectOption(secondTrace);
+  // Older before, newer after; the swap turns it round and back.
+  await expect(firstPicker).toHaveAttribute('data-before', trace);
+  await expect(firstPicker).toHaveAttribute('data-after', secondTrace);
+  await firstPicker.locator('.gpudojo-profile-compare-swap').click();
+  await expect(firstPicker).toHaveAttribute('data-before', secondTrace);
+  await expect(firstPicker.locator('.gpudojo-profile-compare-order-text')).toContainText('after: this trace');
+  await keepScreenshot(page, 'profile-compare-picker.png');
+  await firstPicker.locator('.gpudojo-profile-compare-swap').click();
+  await expect(firstPicker).toHaveAttribute('data-before', trace);
+
+  // Compare from the newer profile: the same diff (older before); swapped, the newer run is before and it says so.
+  await tab(second.id).click();
+  await secondPicker.locator('.gpudojo-profile-compare').click();
+  const picked = page.locator('.gpudojo-profile-diff-view:visible');
+  await expect(picked).toHaveAttribute('data-a', trace);
+  await expect(picked).toHaveAttribute('data-b', secondTrace);
+  await picked.locator('.gpudojo-profile-diff-swap').click();
+  const swapped = page.locator('.gpudojo-profile-diff-view:visible');
+  await expect(swapped).toHaveAttribute('data-a', secondTrace);
+  await expect(swapped).toHaveAttribute('data-state', 'ready', { timeout: 60_000 });
+  await expect(swapped.locator('.gpudojo-profile-diff-runs li[data-key="param:max_batch"]')).toHaveText('max_batch: 8 → 4');
+  await expect(swapped.locator('.gpudojo-profile-diff-newer-first')).toBeVisible();
+  await keepScreenshot(page, 'profile-diff-swapped.png');
 });

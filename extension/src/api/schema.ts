@@ -3839,7 +3839,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Two traces compared (?a=before&b=after): step time, breakdown, operators, findings */
+        /** Two traces compared (?a=before&b=after): step time, breakdown, operators, findings, and what differs between their runs (parameters, lab, mode, machine) */
         get: {
             parameters: {
                 query: {
@@ -6206,6 +6206,159 @@ export interface components {
             /** T */
             t: number;
         };
+        /**
+         * MemoryAccessLine
+         * @description One source line's accesses to one memory space, summed over its warp instructions.
+         */
+        MemoryAccessLine: {
+            /**
+             * Line
+             * @description Source line (None: outside the kernel's file)
+             */
+            line: number | null;
+            /**
+             * Space
+             * @enum {string}
+             */
+            space: "global" | "shared";
+            /**
+             * Ops
+             * @description What the line does there
+             */
+            ops: ("load" | "store" | "atomic")[];
+            /**
+             * Requests
+             * @description Warp instructions: the lanes of a warp at the line's k-th execution
+             */
+            requests: number;
+            /**
+             * Accesses
+             * @description Thread accesses (lanes summed over the requests)
+             */
+            accesses: number;
+            /**
+             * Bytes
+             * @description Distinct bytes asked for, summed over the requests
+             */
+            bytes: number;
+            /**
+             * Sectors
+             * @description Global: 32-byte sectors touched, summed over the requests
+             * @default null
+             */
+            sectors: number | null;
+            /**
+             * Min Sectors
+             * @description Global: the fewest sectors that hold the bytes asked for
+             * @default null
+             */
+            min_sectors: number | null;
+            /**
+             * Sectors Per Request
+             * @default null
+             */
+            sectors_per_request: number | null;
+            /**
+             * Min Sectors Per Request
+             * @default null
+             */
+            min_sectors_per_request: number | null;
+            /**
+             * Wavefronts
+             * @description Shared: bank passes (n-way conflict = n passes of a 4-byte-word request), summed
+             * @default null
+             */
+            wavefronts: number | null;
+            /**
+             * Ideal Wavefronts
+             * @description Shared: the passes with no bank conflict
+             * @default null
+             */
+            ideal_wavefronts: number | null;
+            /**
+             * Ways Per Request
+             * @description Shared: mean n-way bank conflict per request
+             * @default null
+             */
+            ways_per_request: number | null;
+            /**
+             * Max Ways
+             * @description Shared: the worst request's n-way conflict
+             * @default null
+             */
+            max_ways: number | null;
+        };
+        /** MemoryAccessTotals */
+        MemoryAccessTotals: {
+            /**
+             * Space
+             * @enum {string}
+             */
+            space: "global" | "shared";
+            /** Requests */
+            requests: number;
+            /** Accesses */
+            accesses: number;
+            /** Bytes */
+            bytes: number;
+            /**
+             * Sectors
+             * @default null
+             */
+            sectors: number | null;
+            /**
+             * Min Sectors
+             * @default null
+             */
+            min_sectors: number | null;
+            /**
+             * Wavefronts
+             * @default null
+             */
+            wavefronts: number | null;
+            /**
+             * Ideal Wavefronts
+             * @default null
+             */
+            ideal_wavefronts: number | null;
+            /**
+             * Efficiency
+             * @description min_sectors/sectors (global) or ideal_wavefronts/wavefronts (shared), 0..1
+             */
+            efficiency: number;
+        };
+        /**
+         * MemoryReport
+         * @description How each warp touched memory in the CPU emulator: coalescing per line, bank conflicts per line.
+         */
+        MemoryReport: {
+            /**
+             * Note
+             * @description What the counts are
+             */
+            note: string;
+            /**
+             * Sampled
+             * @description Only some blocks were recorded (big launches)
+             */
+            sampled: boolean;
+            /**
+             * Sampling
+             * @description Which blocks were recorded, in words
+             */
+            sampling: string;
+            /** Blocks Recorded */
+            blocks_recorded: number;
+            /** Blocks Total */
+            blocks_total: number;
+            /** Lines */
+            lines: components["schemas"]["MemoryAccessLine"][];
+            /**
+             * Totals
+             * @description Per kernel, one per memory space
+             */
+            totals: components["schemas"]["MemoryAccessTotals"][];
+        };
         /** MetricEvent */
         MetricEvent: {
             /**
@@ -6454,8 +6607,14 @@ export interface components {
              */
             min_nodes?: number | null;
             /**
+             * Same Machine
+             * @description Every node runs on this machine (practice): the one case where host may be loopback
+             * @default false
+             */
+            same_machine?: boolean;
+            /**
              * Host
-             * @description This machine's address as the other nodes reach it (rendezvous and relay)
+             * @description This machine's address as the other nodes reach it (rendezvous and relay); loopback only with same_machine or a single node
              * @default 127.0.0.1
              */
             host?: string;
@@ -6824,6 +6983,21 @@ export interface components {
              * @description Finding ids in b and not in a
              */
             findings_new: string[];
+            /**
+             * @description Before's run; none for a trace file of the workspace
+             * @default null
+             */
+            a_run: components["schemas"]["RunFacts"] | null;
+            /**
+             * @description After's run; none for a trace file of the workspace
+             * @default null
+             */
+            b_run: components["schemas"]["RunFacts"] | null;
+            /**
+             * Changes
+             * @description How the two runs differ (parameters, lab, mode, machine); empty when the runs match or either trace is no run's
+             */
+            changes: components["schemas"]["RunDifference"][];
         };
         /** ProfileProgress */
         ProfileProgress: {
@@ -7168,6 +7342,11 @@ export interface components {
              * @default false
              */
             gpu: boolean;
+            /**
+             * Files
+             * @description Starter files the requirement is about, relative to starters/ (a failure links to them)
+             */
+            files: string[];
         };
         /**
          * RootCause
@@ -7355,13 +7534,39 @@ export interface components {
              */
             artifacts: components["schemas"]["Artifact"][];
         };
+        /**
+         * RunDifference
+         * @description One way the two compared runs differ, in the learner's words.
+         */
+        RunDifference: {
+            /**
+             * Key
+             * @description 'param:<name>', 'lab', 'script', 'mode', 'machine' or 'processes'
+             */
+            key: string;
+            /**
+             * Label
+             * @description What differs: 'max_batch', 'lab', 'mode', 'machine', 'processes'
+             */
+            label: string;
+            /**
+             * A
+             * @description Before's value in words ('—' when it has none)
+             */
+            a: string;
+            /**
+             * B
+             * @description After's value in words ('—' when it has none)
+             */
+            b: string;
+        };
         /** RunError */
         RunError: {
             /**
              * Kind
              * @enum {string}
              */
-            kind: "compile_error" | "launch_error" | "out_of_bounds" | "illegal_address" | "timeout" | "crashed" | "bad_spec" | "check_error" | "exception" | "deadlock" | "unsupported";
+            kind: "compile_error" | "launch_error" | "out_of_bounds" | "illegal_address" | "timeout" | "crashed" | "bad_spec" | "check_error" | "exception" | "deadlock" | "unsupported" | "race";
             /** Message */
             message: string;
             /**
@@ -7382,6 +7587,32 @@ export interface components {
              * @default null
              */
             line: number | null;
+        };
+        /**
+         * RunFacts
+         * @description The run a compared trace came from, as the diff names it.
+         */
+        RunFacts: {
+            /** Id */
+            id: string;
+            /** Title */
+            title: string;
+            /**
+             * Lab
+             * @default null
+             */
+            lab: string | null;
+            /**
+             * Created At
+             * @description When the run was started, seconds since the epoch
+             */
+            created_at: number;
+            /**
+             * Device Mode
+             * @description gpu, or cpu: the run fell back to the CPU
+             * @enum {string}
+             */
+            device_mode: "gpu" | "cpu";
         };
         /** RunList */
         RunList: {
@@ -7456,6 +7687,12 @@ export interface components {
              * @enum {string}
              */
             mode?: "auto" | "gpu" | "simulator" | "cpu-emulation";
+            /**
+             * Memory Report
+             * @description CPU emulation: record every warp's global and shared accesses (the memory-access report) and check shared memory for out-of-bounds accesses and races; off runs faster, with guard pages only
+             * @default true
+             */
+            memory_report?: boolean;
         };
         /**
          * RunRequestBody
@@ -7506,6 +7743,11 @@ export interface components {
              * @default null
              */
             emulator: components["schemas"]["EmulatorInfo"] | null;
+            /**
+             * @description Sectors per request and bank conflicts per source line (cpu-emulation)
+             * @default null
+             */
+            memory: components["schemas"]["MemoryReport"] | null;
             /**
              * Wall Ms
              * @default 0

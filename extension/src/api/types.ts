@@ -169,6 +169,8 @@ export type EventDetail = S['EventDetail'];
 export type BreakdownDiffRow = S['BreakdownDiffRow'];
 export type OpDiffRow = S['OpDiffRow'];
 export type ProfileDiff = S['ProfileDiff'];
+export type RunFacts = S['RunFacts'];
+export type RunDifference = S['RunDifference'];
 
 /*
  * What a run records besides its logs and metrics. The server's models have

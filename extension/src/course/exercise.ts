@@ -1,22 +1,25 @@
 /**
  * ExerciseView: one exercise in the main area. The README (rendered by
  * JupyterLab's markdown renderer), Start / Open my copy / Check / Reset, the
- * requirement list (ticking while the hidden checks run), each failure's reason
- * and figures, the attempt history, and the mode label: GPU, or the CPU variant
- * with what it cannot show. The checks themselves run on the server.
+ * requirement list (ticking while the hidden checks run), each failure's reason,
+ * figures and links to the files it is about, the copy's files, the attempt
+ * history, and the mode label: GPU, or the CPU variant with what it cannot show.
+ * The checks themselves run on the server.
  */
 
 import { Panel, Widget } from '@lumino/widgets';
-import type { CheckAttempt, ExerciseDoc, ExerciseStart, RequirementResult } from '../api/types';
+import type { CheckAttempt, ExerciseDoc, ExerciseStart, ExerciseWorkspace, RequirementResult } from '../api/types';
 import { h } from '../dom';
 import { renderProgressMark } from './section';
 import {
   attemptLine,
   checkStatus,
+  filesToOpen,
   formatFigure,
   isRunning,
   modeLabel,
   outcomeMark,
+  requirementFiles,
   requirementRows,
   sandboxNote
 } from './exerciseModel';
@@ -171,7 +174,9 @@ export class ExerciseView extends Panel {
       );
     } else {
       actions.append(
-        this._button('Open my copy', `Open ${ws.main} and the README`, () => this._openCopy(ws.main, ws.readme)),
+        this._button('Open my copy', `Open ${this._openList(doc, ws).join(', ')} and the README`, () =>
+          this._openCopy(doc, ws)
+        ),
         this._button(
           'Check',
           'Run the hidden checks against your copy',
@@ -189,6 +194,34 @@ export class ExerciseView extends Panel {
         text: ws.exists ? `Your copy: ${ws.path}/` : `Start copies the starters into ${ws.path}/`
       })
     );
+    if (ws.exists) {
+      // Every file of the copy, one click away (the README opens as a preview).
+      const shown = ws.files.filter(f => !f.endsWith('.pyc'));
+      actions.append(
+        h(
+          'span',
+          { className: 'gpudojo-exercise-files', attrs: { 'aria-label': 'Files of your copy' } },
+          ...shown.map(f => this._fileLink(ws, f, f))
+        )
+      );
+    }
+  }
+
+  /** The files Start and "Open my copy" open, relative to the copy's folder. */
+  private _openList(doc: ExerciseDoc, ws: ExerciseWorkspace): string[] {
+    return filesToOpen(doc.meta.main, doc.meta.requirements, ws.files);
+  }
+
+  /** A link that opens `file` of the learner's copy. */
+  private _fileLink(ws: ExerciseWorkspace, file: string, text: string): HTMLElement {
+    const link = h('button', {
+      className: 'gpudojo-exercise-file',
+      text,
+      title: `Open ${ws.path}/${file}`,
+      attrs: { type: 'button', 'data-file': file }
+    });
+    link.addEventListener('click', () => this._options.openPath(`${ws.path}/${file}`, file === 'README.md'));
+    return link;
   }
 
   private _drawRequirements(doc: ExerciseDoc): void {
@@ -199,12 +232,21 @@ export class ExerciseView extends Panel {
     this._sandbox!.textContent = sandboxNote(attempt) ?? '';
     const list = this._list!;
     list.textContent = '';
+    const specs = new Map(doc.meta.requirements.map(spec => [spec.id, spec]));
     for (const r of requirementRows(doc)) {
-      list.appendChild(this._requirement(r, running));
+      // A failure links to the files it is about, so the learner goes straight to the fix.
+      const files =
+        r.outcome === 'failed' && doc.workspace.exists
+          ? requirementFiles(
+              { files: specs.get(r.id)?.files, statement: r.statement, message: r.message },
+              doc.workspace.files
+            )
+          : [];
+      list.appendChild(this._requirement(r, running, files, doc.workspace));
     }
   }
 
-  private _requirement(r: RequirementResult, running: boolean): HTMLElement {
+  private _requirement(r: RequirementResult, running: boolean, files: string[], ws: ExerciseWorkspace): HTMLElement {
     const mark = outcomeMark(r.outcome, running);
     return h(
       'li',
@@ -229,6 +271,14 @@ export class ExerciseView extends Panel {
           r.gpu ? h('span', { className: 'gpudojo-needs gpudojo-needs-gpu', text: 'GPU', title: 'Checked only with a GPU' }) : null
         ),
         r.message ? h('div', { className: 'gpudojo-exercise-reason', text: r.message }) : null,
+        files.length
+          ? h(
+              'div',
+              { className: 'gpudojo-exercise-fix-in' },
+              'Fix in ',
+              ...files.map(f => this._fileLink(ws, f, f))
+            )
+          : null,
         r.figures.length
           ? h(
               'ul',
@@ -266,7 +316,7 @@ export class ExerciseView extends Panel {
     try {
       const started = await this._options.source.startExercise(this.exerciseId, reset);
       const ws = started.workspace;
-      this._openCopy(ws.main, ws.readme);
+      this._openCopy(this._doc, ws);
       if (started.kept_as) {
         this._say(`Your previous copy was moved to ${started.kept_as}.`, 'info');
       }
@@ -299,9 +349,17 @@ export class ExerciseView extends Panel {
     }
   }
 
-  private _openCopy(main: string, readme: string): void {
-    this._options.openPath(readme, true);
-    this._options.openPath(main);
+  /** The README as a preview, then every file the requirements name, the main starter last (in front). */
+  private _openCopy(doc: ExerciseDoc | null, ws: ExerciseWorkspace): void {
+    this._options.openPath(ws.readme, true);
+    const files = doc ? this._openList(doc, ws) : [];
+    if (!files.length) {
+      this._options.openPath(ws.main);
+      return;
+    }
+    for (const file of files) {
+      this._options.openPath(`${ws.path}/${file}`);
+    }
   }
 
   private _schedulePoll(): void {

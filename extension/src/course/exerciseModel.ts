@@ -141,3 +141,74 @@ export function attemptLine(a: AttemptSummary, now: Date = new Date()): string {
 export function isRunning(doc: Pick<ExerciseDoc, 'current'>): boolean {
   return doc.current !== null && doc.current !== undefined && doc.current.status === 'running';
 }
+
+/** What `requirementFiles` reads of a requirement: its manifest entry's files and its words. */
+export interface RequirementWords {
+  /** The manifest's `files` (relative to the learner's folder); may be absent in older documents. */
+  files?: ReadonlyArray<string>;
+  statement: string;
+  /** The check's message (why it failed), when there is one. */
+  message?: string;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * The files of the learner's copy a requirement is about (relative to the copy's folder):
+ * the ones its manifest names, then any other file of the copy that its statement or its
+ * failure message names ("ops.py", "kernel.cu"), in the order they appear there. Files the
+ * copy does not hold are left out when `workspaceFiles` is given and not empty.
+ */
+export function requirementFiles(req: RequirementWords, workspaceFiles: ReadonlyArray<string> = []): string[] {
+  const held = new Set(workspaceFiles);
+  const out: string[] = [];
+  const add = (file: string) => {
+    if (!out.includes(file) && (held.size === 0 || held.has(file))) {
+      out.push(file);
+    }
+  };
+  for (const file of req.files ?? []) {
+    add(file);
+  }
+  const words = `${req.statement}\n${req.message ?? ''}`;
+  const mentioned: Array<[number, string]> = [];
+  for (const file of workspaceFiles) {
+    if (file === 'README.md') {
+      continue;
+    }
+    // A file's name as a word of its own: "ops.py" but not "myops.py" or "ops.pyc".
+    const found = new RegExp(`(^|[^\\w./-])${escapeRegExp(file)}(?![\\w])`).exec(words);
+    if (found) {
+      mentioned.push([found.index, file]);
+    }
+  }
+  mentioned.sort((a, b) => a[0] - b[0]);
+  for (const [, file] of mentioned) {
+    add(file);
+  }
+  return out;
+}
+
+/**
+ * The files Start and "Open my copy" open (relative to the copy's folder): the main starter
+ * and every file a requirement names, main last so that it ends up in front. Only files the
+ * copy holds, when its file list is known.
+ */
+export function filesToOpen(
+  main: string,
+  requirements: ReadonlyArray<RequirementWords>,
+  workspaceFiles: ReadonlyArray<string> = []
+): string[] {
+  const held = new Set(workspaceFiles);
+  const named: string[] = [];
+  for (const req of requirements) {
+    for (const file of req.files ?? []) {
+      if (file !== main && !named.includes(file) && (held.size === 0 || held.has(file))) {
+        named.push(file);
+      }
+    }
+  }
+  return [...named, main];
+}

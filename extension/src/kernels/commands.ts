@@ -7,6 +7,10 @@ import type { RunPreset } from './runSpec';
 export namespace KernelCommandIds {
   /** Open the kernel playground; args: PlaygroundArgs (all optional). */
   export const openPlayground = 'gpudojo:open-kernel-playground';
+  /** Open a .cu file in the playground, linked to it (Save writes back); args `{path}` or the file browser's selection. */
+  export const openFileInPlayground = 'gpudojo:open-file-in-kernel-playground';
+  /** Save a file-linked playground's source to its file. */
+  export const savePlaygroundFile = 'gpudojo:save-kernel-playground-file';
 }
 
 /** What a lesson or lab may open the playground with. */
@@ -26,6 +30,11 @@ export interface PlaygroundArgs {
   lab?: string;
   /** The lab's title, for the examples menu (the id is shown when absent). */
   labTitle?: string;
+  /**
+   * A file the playground is linked to (relative to the server's root): Save writes the
+   * source back to it. One playground per file, found again by it.
+   */
+  file?: string;
 }
 
 /** Lab ids as the server's lab folders have them ("lab-01-cuda-hello"). */
@@ -71,6 +80,10 @@ export function readPlaygroundArgs(args: ReadonlyPartialJSONObject): PlaygroundA
       out.labTitle = args.labTitle.trim();
     }
   }
+  if (typeof args.file === 'string' && args.file.trim() && !args.file.split('/').includes('..')) {
+    out.file = args.file.trim();
+    out.title ??= filePlaygroundTitle(out.file);
+  }
   const run = args.run;
   if (run && typeof run === 'object' && !Array.isArray(run)) {
     const raw = run as Record<string, unknown>;
@@ -102,6 +115,16 @@ export function readPlaygroundArgs(args: ReadonlyPartialJSONObject): PlaygroundA
     out.run = preset;
   }
   return out;
+}
+
+/** The tab title of a file's playground: "kernel.cu · Playground". */
+export function filePlaygroundTitle(file: string): string {
+  return `${file.split('/').pop() || file} · Playground`;
+}
+
+/** The DOM id of a playground of these args: one per linked file, else one per title. */
+export function playgroundIdOf(args: Pick<PlaygroundArgs, 'title' | 'file'>): string {
+  return args.file ? playgroundId(`file ${args.file}`) : playgroundId(args.title);
 }
 
 /** The DOM id of a playground: the plain one, or one per title. */

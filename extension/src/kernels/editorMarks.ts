@@ -112,3 +112,8 @@ export function playgroundExtensions(listener: EditorListener): Extension {
     })
   ];
 }
+
+/** The diagnostic marks alone, for an editor that is not the playground's (a .cu file's). */
+export function diagnosticsExtension(): Extension {
+  return diagnosticsField;
+}

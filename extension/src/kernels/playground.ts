@@ -11,7 +11,7 @@ import { Panel, SplitPanel, TabPanel, Widget } from '@lumino/widgets';
 import type { GpudojoClient } from '../api/client';
 import { gpudojoIcon } from '../icons';
 import type { PlaygroundArgs } from './commands';
-import { playgroundId } from './commands';
+import { playgroundIdOf } from './commands';
 import { ExamplesMenu } from './examplesMenu';
 import { PlaygroundChange, PlaygroundModel } from './model';
 import { OccupancyPanel } from './occupancyView';
@@ -19,11 +19,14 @@ import { LogPanel, PtxPanel, ResourcesPanel, SassPanel } from './outputs';
 import { RunPanel } from './runPanel';
 import { SourceEditor } from './sourceEditor';
 import { PlaygroundToolbar } from './toolbar';
+import { h } from '../dom';
 
 export interface KernelPlaygroundOptions {
   client: GpudojoClient;
   editorFactory: CodeEditor.Factory;
   args: PlaygroundArgs;
+  /** Write `text` to the linked file (`args.file`, relative to the server's root). */
+  saveFile?: (path: string, text: string) => Promise<void>;
 }
 
 export class KernelPlayground extends Panel {
@@ -34,6 +37,9 @@ export class KernelPlayground extends Panel {
     this.givenTitle = args.title;
     this.lab = args.lab;
     this.labTitle = args.labTitle;
+    this.file = args.file;
+    this._saveFile = options.saveFile ?? null;
+    this._savedText = args.file ? (args.source ?? null) : null;
     const model = (this.model = new PlaygroundModel({
       source: options.client,
       language: args.language,
@@ -48,6 +54,11 @@ export class KernelPlayground extends Panel {
       : null;
     if (this._examples) {
       this._toolbar.addLeadingControl(this._examples.node);
+    }
+    this._fileBar = args.file ? this._buildFileBar(args.file) : null;
+    if (this._fileBar) {
+      this.addClass('gpudojo-playground-linked');
+      this._toolbar.addLeadingControl(this._fileBar);
     }
     this._editor = new SourceEditor({
       factory: options.editorFactory,
@@ -105,6 +116,7 @@ export class KernelPlayground extends Panel {
 
     model.changed.connect(this._onModelChanged, this);
     this._refreshOutputs();
+    this._drawFileState();
     void this._start(args.source === undefined);
   }
 
@@ -118,6 +130,73 @@ export class KernelPlayground extends Panel {
 
   /** That lab's title, as the command gave it. */
   readonly labTitle: string | undefined;
+
+  /** The file this playground is linked to (Save writes its CUDA C source there), if any. */
+  readonly file: string | undefined;
+
+  /** Whether the CUDA C source differs from what the linked file last held. */
+  get unsaved(): boolean {
+    return this.file !== undefined && this._savedText !== this.model.sourceOf('cuda');
+  }
+
+  /** Write the CUDA C source to the linked file; resolves true once it is saved. */
+  async saveToFile(): Promise<boolean> {
+    if (!this.file || !this._saveFile) {
+      return false;
+    }
+    const text = this.model.sourceOf('cuda');
+    this._drawFileState('Saving…');
+    try {
+      await this._saveFile(this.file, text);
+    } catch (error) {
+      this._drawFileState(`Not saved: ${(error as Error).message ?? error}`, 'error');
+      return false;
+    }
+    this._savedText = text;
+    this._drawFileState();
+    return true;
+  }
+
+  /** "Linked to <file> · Saved / Unsaved changes" and its Save button. */
+  private _buildFileBar(file: string): HTMLElement {
+    this._fileState = h('span', { className: 'gpudojo-playground-file-state', attrs: { 'aria-live': 'polite' } });
+    const save = h('button', {
+      className: 'jp-Button jp-mod-styled jp-mod-accept gpudojo-playground-save',
+      text: 'Save to file',
+      title: `Write this CUDA C source to ${file} (Ctrl+S)`,
+      attrs: { type: 'button' }
+    });
+    save.addEventListener('click', () => void this.saveToFile());
+    this._saveButton = save;
+    const bar = h(
+      'span',
+      {
+        className: 'gpudojo-playground-file',
+        title: `This playground edits ${file}: Save writes the CUDA C source back to it`,
+        attrs: { 'data-file': file }
+      },
+      'Linked to ',
+      h('code', { text: file }),
+      ' ',
+      this._fileState,
+      save
+    );
+    return bar;
+  }
+
+  private _drawFileState(text?: string, kind: 'error' | 'info' = 'info'): void {
+    if (!this._fileState) {
+      return;
+    }
+    const unsaved = this.unsaved;
+    this._fileState.textContent = text ?? (unsaved ? 'Unsaved changes' : 'Saved');
+    this._fileState.dataset.state = text ? kind : unsaved ? 'unsaved' : 'saved';
+    if (this._saveButton) {
+      this._saveButton.disabled = !this._saveFile;
+    }
+    // The tab shows JupyterLab's unsaved dot (MainAreaWidget copies the content's title).
+    this.title.className = unsaved ? 'jp-mod-dirty' : '';
+  }
 
   /** Re-read theme colours (the occupancy chart draws with them). */
   refreshTheme(): void {
@@ -159,6 +238,7 @@ export class KernelPlayground extends Panel {
         break;
       case 'language':
       case 'loaded':
+        this._drawFileState();
         this._editor.setLanguage(this.model.language);
         this._editor.setText(this.model.source);
         this._toolbar.refresh();
@@ -186,6 +266,7 @@ export class KernelPlayground extends Panel {
         this._editor.setDiagnostics(this.model.marks);
         break;
       case 'source':
+        this._drawFileState();
         break;
     }
   }
@@ -207,6 +288,11 @@ export class KernelPlayground extends Panel {
 
   private _toolbar: PlaygroundToolbar;
   private _examples: ExamplesMenu | null;
+  private _fileBar: HTMLElement | null;
+  private _fileState: HTMLElement | null = null;
+  private _saveButton: HTMLButtonElement | null = null;
+  private _saveFile: ((path: string, text: string) => Promise<void>) | null;
+  private _savedText: string | null;
   private _editor: SourceEditor;
   private _run: RunPanel;
   private _ptx: PtxPanel;
@@ -224,7 +310,7 @@ export class KernelPlayground extends Panel {
 export function createPlaygroundWidget(options: KernelPlaygroundOptions): MainAreaWidget<KernelPlayground> {
   const content = new KernelPlayground(options);
   const widget = new MainAreaWidget({ content });
-  widget.id = playgroundId(options.args.title);
+  widget.id = playgroundIdOf(options.args);
   widget.title.label = options.args.title ?? 'Kernel Playground';
   widget.title.caption = 'Write a GPU kernel; see its PTX, SASS, registers and occupancy; run it';
   widget.title.icon = gpudojoIcon;

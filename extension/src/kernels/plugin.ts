@@ -7,13 +7,14 @@ import {
 } from '@jupyterlab/application';
 import { ICommandPalette, IThemeManager, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
 import { IEditorServices } from '@jupyterlab/codeeditor';
+import { IDocumentManager } from '@jupyterlab/docmanager';
 import { ILauncher } from '@jupyterlab/launcher';
 import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import type { GpudojoClient } from '../api/client';
 import { gpudojoIcon } from '../icons';
 import { showInMainArea } from '../shell';
 import { IGpudojoClient } from '../tokens';
-import { KernelCommandIds, playgroundId, readPlaygroundArgs } from './commands';
+import { KernelCommandIds, playgroundIdOf, readPlaygroundArgs } from './commands';
 import { Debouncer } from './latest';
 import type { PlaygroundChange } from './model';
 import { KernelPlayground, createPlaygroundWidget } from './playground';
@@ -31,7 +32,7 @@ export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
   description: 'The Kernel Playground: CUDA C and numba kernels with PTX, SASS, resources, occupancy and runs.',
   autoStart: true,
   requires: [IEditorServices, IGpudojoClient],
-  optional: [ICommandPalette, ILauncher, ILayoutRestorer, IThemeManager],
+  optional: [ICommandPalette, ILauncher, ILayoutRestorer, IThemeManager, IDocumentManager],
   activate: (
     app: JupyterFrontEnd,
     editorServices: IEditorServices,
@@ -39,11 +40,30 @@ export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
     palette: ICommandPalette | null,
     launcher: ILauncher | null,
     restorer: ILayoutRestorer | null,
-    themeManager: IThemeManager | null
+    themeManager: IThemeManager | null,
+    docManager: IDocumentManager | null
   ) => {
     const tracker = new WidgetTracker<MainAreaWidget<KernelPlayground>>({
       namespace: 'gpudojo-kernel-playground'
     });
+
+    /**
+     * Write a linked playground's source to its file: through the file's editor when it is
+     * open (so the editor shows it and saves it without a "changed on disk" conflict), else
+     * through the contents API.
+     */
+    const saveFile = async (path: string, text: string): Promise<void> => {
+      const open = docManager?.findWidget(path) ?? null;
+      const context = open ? docManager?.contextForWidget(open) : undefined;
+      if (context) {
+        if (context.model.toString() !== text) {
+          context.model.fromString(text);
+        }
+        await context.save();
+        return;
+      }
+      await app.serviceManager.contents.save(path, { type: 'file', format: 'text', content: text });
+    };
 
     app.commands.addCommand(KernelCommandIds.openPlayground, {
       label: args => {
@@ -54,14 +74,15 @@ export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
       icon: args => (args['isPalette'] ? undefined : gpudojoIcon),
       execute: args => {
         const parsed = readPlaygroundArgs(args);
-        const id = playgroundId(parsed.title);
+        const id = playgroundIdOf(parsed);
         // A playground that is open already keeps the learner's edits: reveal it as it is.
         let widget = tracker.find(w => w.id === id && !w.isDisposed) ?? null;
         if (!widget) {
           widget = createPlaygroundWidget({
             client,
             editorFactory: editorServices.factoryService.newDocumentEditor,
-            args: parsed
+            args: parsed,
+            saveFile
           });
           const opened = widget;
           // Save the source now and then, so a reload reopens it as it was.
@@ -77,6 +98,19 @@ export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
         showInMainArea(app, widget);
         return widget;
       }
+    });
+
+    app.commands.addCommand(KernelCommandIds.savePlaygroundFile, {
+      label: 'Save Kernel Playground to Its File',
+      caption: 'Write the playground’s CUDA C source to the file it was opened from',
+      isEnabled: () => !!tracker.currentWidget?.content.file,
+      execute: () => tracker.currentWidget?.content.saveToFile()
+    });
+    // Ctrl+S in a linked playground saves to its file (JupyterLab's own Save does nothing there).
+    app.commands.addKeyBinding({
+      command: KernelCommandIds.savePlaygroundFile,
+      keys: ['Accel S'],
+      selector: '.gpudojo-playground-linked'
     });
 
     if (palette) {
@@ -95,7 +129,7 @@ export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
       void restorer.restore(tracker, {
         command: KernelCommandIds.openPlayground,
         args: widget => {
-          const { model, givenTitle, lab, labTitle } = widget.content;
+          const { model, givenTitle, lab, labTitle, file } = widget.content;
           const snapshot = model.snapshot();
           // The source is saved too, so a restored lab playground keeps the learner's code, not the first example.
           const args: ReadonlyPartialJSONObject = {
@@ -103,7 +137,8 @@ export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
             run: { ...snapshot.run } as ReadonlyPartialJSONObject,
             ...(givenTitle ? { title: givenTitle } : {}),
             ...(lab ? { lab } : {}),
-            ...(labTitle ? { labTitle } : {})
+            ...(labTitle ? { labTitle } : {}),
+            ...(file ? { file } : {})
           };
           return args;
         },

@@ -13,17 +13,19 @@ import { MemoryPalette, readMemoryPalette } from './palette';
 import { LayoutMode, StackLayout, columnAt, hitTest, layoutWindow } from './stackLayout';
 import { AxesSpec, PLOT_MARGIN, PlotBox, drawAxes, drawHighlight, drawMarker, drawStack } from './timelineDraw';
 import { tooltipContent } from './tooltip';
-import { TimeRange, ZOOM_STEP, panBy, sameRange, stretchImage, wheelFactor, zoomAt } from './viewport';
-import { FetchWindow, WindowLoader } from './windowLoader';
+import { listenForNavigation } from '../timeline/navigation';
+import { TimeRange, ZOOM_STEP, sameRange, stretchImage, zoomAt } from '../timeline/viewport';
+import { FetchWindow, WindowLoader } from '../timeline/windowLoader';
+
+/** The memory timeline waits a little longer than the profile's after the last viewport change (ms). */
+const MEMORY_WINDOW_DEBOUNCE_MS = 80;
 
 /** Height of the canvas (CSS px). */
 const CANVAS_HEIGHT = 280;
-/** A press that moves less than this (px) is a click, not a drag. */
-const CLICK_SLOP = 3;
 
 export interface MemoryTimelineOptions {
   analysis: Analysis;
-  fetch: FetchWindow;
+  fetch: FetchWindow<MemoryWindow>;
   mode: LayoutMode;
   /** Called when a window fails to load, with the message to show. */
   failed: (message: string) => void;
@@ -67,7 +69,8 @@ export class MemoryTimeline {
       failed: error => {
         this.canvas.setAttribute('data-state', 'error');
         this._failed(`The timeline could not be loaded: ${error.message}`);
-      }
+      },
+      debounceMs: MEMORY_WINDOW_DEBOUNCE_MS
     });
     this._listen();
     this._resizeObserver = new ResizeObserver(() => this._resize());
@@ -112,57 +115,25 @@ export class MemoryTimeline {
   }
 
   private _listen(): void {
-    const canvas = this.canvas;
-    canvas.addEventListener(
-      'wheel',
-      event => {
-        event.preventDefault();
+    listenForNavigation(this.canvas, {
+      plot: () => {
         const box = this._box();
-        const anchor = (event.offsetX - box.x) / box.width;
-        this._setView(zoomAt(this._view, this._bounds, anchor, wheelFactor(event.deltaY)));
+        return { x: box.x, width: box.width };
       },
-      { passive: false }
-    );
-    canvas.addEventListener('mousedown', event => {
-      if (event.button !== 0) {
-        return;
-      }
-      this._drag = { x: event.clientX, view: { ...this._view }, moved: false };
-      const move = (e: MouseEvent) => {
-        const drag = this._drag;
-        if (!drag) {
-          return;
-        }
-        const dx = e.clientX - drag.x;
-        drag.moved ||= Math.abs(dx) >= CLICK_SLOP;
-        if (drag.moved) {
+      view: () => ({ ...this._view }),
+      bounds: () => this._bounds,
+      setView: view => this._setView(view),
+      reset: () => this.reset(),
+      hover: (x, y) => this._hover(x, y),
+      leave: () => {
+        if (!this._pinned) {
+          this._hoverKey = null;
           this._hideTooltip();
-          this._setView(panBy(drag.view, this._bounds, -dx / this._box().width));
+          this._scheduleDraw();
         }
-      };
-      const up = (e: MouseEvent) => {
-        document.removeEventListener('mousemove', move);
-        document.removeEventListener('mouseup', up);
-        const clicked = this._drag && !this._drag.moved;
-        this._drag = null;
-        if (clicked) {
-          this._togglePin(e);
-        }
-      };
-      document.addEventListener('mousemove', move);
-      document.addEventListener('mouseup', up);
-    });
-    canvas.addEventListener('mousemove', event => {
-      if (!this._drag) {
-        this._hover(event.offsetX, event.offsetY);
-      }
-    });
-    canvas.addEventListener('mouseleave', () => {
-      if (!this._pinned) {
-        this._hoverKey = null;
-        this._hideTooltip();
-        this._scheduleDraw();
-      }
+      },
+      dragStarted: () => this._hideTooltip(),
+      click: event => this._togglePin(event)
     });
   }
 
@@ -392,13 +363,12 @@ export class MemoryTimeline {
   private _baseRange: TimeRange | null = null;
   private _hoverKey: number | null = null;
   private _pinned: Band | null = null;
-  private _drag: { x: number; view: TimeRange; moved: boolean } | null = null;
   private _cssWidth = 0;
   private _dpr = 1;
   private _frame = new NextFrame(() => this._draw());
   private _tooltip: HTMLElement;
   private _range: HTMLElement;
   private _plot: HTMLElement;
-  private _loader: WindowLoader;
+  private _loader: WindowLoader<MemoryWindow>;
   private _resizeObserver: ResizeObserver;
 }

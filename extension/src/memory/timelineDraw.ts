@@ -9,7 +9,7 @@ import type { MemoryAxis, MemoryWindow } from '../api/types';
 import { byteTicks, formatAxisTime, formatBytes, niceTicks } from './format';
 import { MemoryPalette, categoryColor } from './palette';
 import { OTHER, StackLayout, categoryOfKey } from './stackLayout';
-import { TimeRange, xOf } from './viewport';
+import { TimeRange, xOf } from '../timeline/viewport';
 
 /** Room for the axes' labels (CSS px). */
 export const PLOT_MARGIN = { left: 64, right: 12, top: 10, bottom: 24 };

@@ -1,14 +1,16 @@
 /**
- * The "Profile diff" panel: trace a (before) against b (after). Step time and
- * the speed-up first, then the breakdown side by side, the operators whose time
- * changed most, and the findings the change resolved or brought.
+ * The "Profile diff" panel: trace a (before) against b (after). The two runs by
+ * name and start time, what differs between them (parameters, lab, mode,
+ * machine), then step time and the speed-up, the breakdown side by side, the
+ * operators whose time changed most, and the findings the change resolved or brought.
  */
 
 import { Widget } from '@lumino/widgets';
-import type { ProfileDiff } from '../api/types';
+import type { ProfileDiff, RunFacts } from '../api/types';
 import { h } from '../dom';
 import { gpudojoIcon } from '../icons';
-import { breakdownRows, modeWarning, opRowsByChange, stepHeadline } from './diffRows';
+import { beforeIsNewer, runName } from './compareOrder';
+import { breakdownRows, differenceLine, differencesSummary, modeWarning, opRowsByChange, stepHeadline } from './diffRows';
 import { formatCount, formatDeltaUs, formatUs, modeTag, signOf } from './format';
 import { modeBadge } from './panels';
 
@@ -18,11 +20,34 @@ export interface ProfileDiffViewOptions {
   diff: (a: string, b: string) => Promise<ProfileDiff>;
   /** Open one side in its own profile panel. */
   open: (trace: string) => void;
+  /** Open the same comparison the other way round (b before, a after). */
+  swap?: () => void;
 }
 
 /** A trace id as the panel names it: the run and file, or the path. */
 export function traceName(id: string): string {
   return id.replace(/^file:/, '').replace(/^run:([^:]+):\*$/, '$1 (all ranks)').replace(/^run:([^:]+):/, '$1 · ');
+}
+
+/** Which of a run's traces an id names: "rank 0", "all ranks"; null for a trace file. */
+export function rankOf(id: string): string | null {
+  if (!id.startsWith('run:')) {
+    return null;
+  }
+  if (id.endsWith(':*')) {
+    return 'all ranks';
+  }
+  const rank = /:rank(\d+)\.trace\.json$/.exec(id);
+  return rank ? `rank ${rank[1]}` : null;
+}
+
+/** A side as the panel names it once its run is known: "PyTorch on the GPU, started 14:05:09 (GPU) · rank 0". */
+export function sideName(id: string, run: RunFacts | null | undefined): string {
+  if (!run) {
+    return traceName(id);
+  }
+  const rank = rankOf(id);
+  return rank ? `${runName(run)} · ${rank}` : runName(run);
 }
 
 export class ProfileDiffView extends Widget {
@@ -47,8 +72,17 @@ export class ProfileDiffView extends Widget {
         attrs: { type: 'button', 'data-trace': id }
       });
       button.addEventListener('click', () => options.open(id));
+      this._sideButtons.push(button);
       return h('div', { className: 'gpudojo-profile-diff-side' }, h('strong', { text: `${label}: ` }), button);
     };
+    const swap = h('button', {
+      className: 'jp-Button jp-mod-styled jp-mod-minimal gpudojo-profile-diff-swap',
+      text: '⇄ Swap before and after',
+      title: 'Open this comparison the other way round',
+      attrs: { type: 'button' }
+    });
+    swap.addEventListener('click', () => options.swap?.());
+    swap.hidden = !options.swap;
     this._status = h('p', {
       className: 'gpudojo-profile-status',
       text: 'Comparing… (a trace never opened before is analysed first)',
@@ -58,6 +92,7 @@ export class ProfileDiffView extends Widget {
       h('h2', { className: 'gpudojo-profile-title', text: 'Profile diff' }),
       side('Before (a)', this.a),
       side('After (b)', this.b),
+      swap,
       this._status
     );
     void this._load();
@@ -71,6 +106,10 @@ export class ProfileDiffView extends Widget {
       const diff = await this._options.diff(this.a, this.b);
       if (!this.isDisposed) {
         this._status.remove();
+        const [a, b] = this._sideButtons;
+        a.textContent = sideName(this.a, diff.a_run);
+        b.textContent = sideName(this.b, diff.b_run);
+        this.title.caption = `${a.textContent} → ${b.textContent}`;
         this.node.append(...renderProfileDiff(diff));
         this.node.setAttribute('data-state', 'ready');
       }
@@ -83,9 +122,38 @@ export class ProfileDiffView extends Widget {
 
   private _options: ProfileDiffViewOptions;
   private _status: HTMLElement;
+  private _sideButtons: HTMLButtonElement[] = [];
 }
 
-/** The headline, the breakdown and operator tables, and the findings' changes. */
+/** What differs between the two runs: one line, then each difference as a row of its own. */
+export function renderRunDifferences(diff: ProfileDiff): HTMLElement {
+  const section = h(
+    'section',
+    { className: 'gpudojo-profile-diff-runs', attrs: { 'data-changes': String(diff.changes?.length ?? 0) } },
+    h('p', { className: 'gpudojo-profile-diff-runs-summary', text: differencesSummary(diff) })
+  );
+  if (diff.changes?.length) {
+    section.append(
+      h(
+        'ul',
+        { className: 'gpudojo-profile-diff-changes' },
+        ...diff.changes.map(d => h('li', { text: differenceLine(d), attrs: { 'data-key': d.key } }))
+      )
+    );
+  }
+  if (beforeIsNewer(diff)) {
+    section.append(
+      h('p', {
+        className: 'gpudojo-profile-diff-warning gpudojo-profile-diff-newer-first',
+        text: 'Before is the newer run, so the change reads backwards in time: swap before and after to read it forward.',
+        attrs: { role: 'note' }
+      })
+    );
+  }
+  return section;
+}
+
+/** What differs between the runs, the headline, the breakdown and operator tables, and the findings' changes. */
 export function renderProfileDiff(diff: ProfileDiff): HTMLElement[] {
   const headline = h(
     'p',
@@ -96,7 +164,7 @@ export function renderProfileDiff(diff: ProfileDiff): HTMLElement[] {
     diff.b_mode !== diff.a_mode ? modeBadge(diff.b_mode) : ''
   );
   const warning = modeWarning(diff);
-  const parts: HTMLElement[] = [headline];
+  const parts: HTMLElement[] = [renderRunDifferences(diff), headline];
   if (warning) {
     parts.push(h('p', { className: 'gpudojo-profile-diff-warning', text: warning, attrs: { role: 'note' } }));
   }

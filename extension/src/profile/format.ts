@@ -47,6 +47,57 @@ export function formatUs(us: number | null | undefined): string {
   return `${s.toFixed(Math.abs(s) < 10 ? 2 : 1)} s`;
 }
 
+/** Time units of the axis, largest first, in µs. */
+const AXIS_UNITS: ReadonlyArray<{ name: string; us: number }> = [
+  { name: 's', us: 1_000_000 },
+  { name: 'ms', us: 1000 },
+  { name: 'µs', us: 1 },
+  { name: 'ns', us: 0.001 }
+];
+
+/** The most decimals an axis label carries before it moves to the next smaller unit. */
+const AXIS_MAX_DECIMALS = 3;
+
+/**
+ * Labels for time-axis ticks (µs from the trace's start) `stepUs` apart, at the zoom's
+ * precision: the unit is the largest (s, ms, µs, ns) the visible values reach, the
+ * decimals are those the step needs in it ("481.05 ms", "481.10 ms" for a 50 µs step),
+ * and more than three decimals move to the next smaller unit ("481,000.2 µs"). Adjacent
+ * labels never read the same.
+ */
+export function timeTickLabels(ticks: readonly number[], stepUs: number): string[] {
+  if (!ticks.length) {
+    return [];
+  }
+  const finite = ticks.filter(Number.isFinite);
+  const step = Number.isFinite(stepUs) && stepUs > 0 ? stepUs : 1;
+  const reach = Math.max(step, ...finite.map(Math.abs));
+  let u = AXIS_UNITS.findIndex(unit => reach >= unit.us);
+  if (u < 0) {
+    u = AXIS_UNITS.length - 1;
+  }
+  // Decimals a step of 1, 2 or 5 × 10^k needs in this unit; rounding noise does not add one.
+  let decimals = Math.max(0, Math.ceil(-Math.log10(step / AXIS_UNITS[u].us) - 1e-9));
+  while (decimals > AXIS_MAX_DECIMALS && u < AXIS_UNITS.length - 1) {
+    u += 1;
+    decimals = Math.max(0, decimals - 3);
+  }
+  const unit = AXIS_UNITS[u];
+  const write = (d: number) =>
+    ticks.map(t =>
+      Number.isFinite(t)
+        ? `${(t / unit.us).toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d })} ${unit.name}`
+        : '—'
+    );
+  let labels = write(decimals);
+  // A step that is no 1-2-5 multiple could still round two ticks alike: add decimals until they differ.
+  while (labels.some((label, i) => i > 0 && label === labels[i - 1]) && decimals < 9) {
+    decimals += 1;
+    labels = write(decimals);
+  }
+  return labels;
+}
+
 /** A signed duration (µs): "+12.5 ms", "-850 µs", "0 µs". */
 export function formatDeltaUs(us: number): string {
   return us > 0 ? `+${formatUs(us)}` : formatUs(us);

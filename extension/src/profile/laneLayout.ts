@@ -6,7 +6,7 @@
  */
 
 import type { Lane, ProfileWindow, Span } from '../api/types';
-import type { TimeRange } from '../memory/viewport';
+import type { TimeRange } from '../timeline/viewport';
 
 /** Height of one nesting level (CSS px). */
 export const LEVEL_PX = 16;

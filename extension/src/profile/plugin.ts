@@ -22,12 +22,13 @@ import {
   recordsProfile
 } from './commands';
 import type { TraceChoice } from './comparePicker';
+import { runTime } from './compareOrder';
 import { ProfileDiffView } from './diffView';
 import { ProfileView } from './profileView';
 import { RunProfileSection } from './runProfile';
 
-/** Recent runs whose traces the compare picker lists. */
-const RECENT_RUNS = 5;
+/** The newest runs whose traces the compare picker lists (the run list's own limit). */
+const RECENT_RUNS = 100;
 
 export const profilePlugin: JupyterFrontEndPlugin<IProfileViewer> = {
   id: 'gpudojo:profile',
@@ -50,25 +51,24 @@ export const profilePlugin: JupyterFrontEndPlugin<IProfileViewer> = {
     const openDiff = (a: string, b: string): void =>
       void app.commands.execute(ProfileCommandIds.openProfileDiff, { a, b });
 
-    /** This trace's run's other traces, recent runs' traces, then the profiles open in this page. */
-    const candidatesFor = (trace: string) => async (): Promise<TraceChoice[]> => {
+    /**
+     * Every trace of every profiled run among the newest RECENT_RUNS (this trace's run
+     * among them, so its time orders before and after), then the profiles open in this page.
+     */
+    const candidates = async (): Promise<TraceChoice[]> => {
       const choices = new Map<string, TraceChoice>();
       const add = (t: Trace, run?: Run) => {
         if (!choices.has(t.id)) {
-          choices.set(t.id, { id: t.id, label: choiceLabel(t, run) });
+          choices.set(t.id, { id: t.id, label: choiceLabel(t, run), createdAt: run?.created_at ?? null });
         }
       };
-      const own = views.find(w => w.content.trace === trace)?.content.summary?.trace.run;
-      if (own) {
-        (await client.listTraces(own).catch(() => ({ traces: [] as Trace[] }))).traces.forEach(t => add(t));
-      }
-      const recent = (await client.listRuns({ limit: 100 }).catch(() => ({ runs: [] as Run[] }))).runs
+      const recorded = (await client.listRuns({ limit: RECENT_RUNS }).catch(() => ({ runs: [] as Run[] }))).runs
         .filter(recordsProfile)
-        .sort((x, y) => y.created_at - x.created_at)
-        .slice(0, RECENT_RUNS);
-      for (const run of recent) {
-        (await client.listTraces(run.id).catch(() => ({ traces: [] as Trace[] }))).traces.forEach(t => add(t, run));
-      }
+        .sort((x, y) => y.created_at - x.created_at);
+      const listed = await Promise.all(
+        recorded.map(run => client.listTraces(run.id).catch(() => ({ traces: [] as Trace[] })))
+      );
+      recorded.forEach((run, i) => listed[i].traces.forEach(t => add(t, run)));
       views.forEach(w => {
         const open = w.content.summary?.trace;
         if (open) {
@@ -81,7 +81,7 @@ export const profilePlugin: JupyterFrontEndPlugin<IProfileViewer> = {
     const open = (trace: string): MainAreaWidget<ProfileView> => {
       let widget = views.find(w => w.content.trace === trace) ?? null;
       if (!widget || widget.isDisposed) {
-        const content = new ProfileView({ trace, client, candidates: candidatesFor(trace), compare: openDiff });
+        const content = new ProfileView({ trace, client, candidates, compare: openDiff });
         widget = new MainAreaWidget({ content });
         widget.id = profileViewId(trace);
         widget.addClass('gpudojo-profile-panel');
@@ -144,7 +144,8 @@ export const profilePlugin: JupyterFrontEndPlugin<IProfileViewer> = {
             a,
             b,
             diff: (x, y) => client.diffProfiles(x, y),
-            open: trace => void open(trace)
+            open: trace => void open(trace),
+            swap: () => openDiff(b, a)
           });
           widget = new MainAreaWidget({ content });
           widget.id = profileDiffId(a, b);
@@ -191,18 +192,20 @@ export const profilePlugin: JupyterFrontEndPlugin<IProfileViewer> = {
         new RunProfileSection({
           client,
           openTrace: trace => void app.commands.execute(ProfileCommandIds.openProfile, { trace }),
-          compare: openDiff
+          compare: openDiff,
+          // A run that ended with a profile is one more trace every open picker offers.
+          listed: () => views.forEach(w => w.content.refreshCompare())
         })
     };
   }
 };
 
-/** How the compare picker lists a trace: "lab-02 run 20250101-… · rank 0", or its path. */
+/** How the compare picker lists a trace: "PyTorch on the GPU · 14:05:09 · rank 0", or its path. */
 function choiceLabel(trace: Trace, run?: Run): string {
   if (!trace.run) {
     return trace.label;
   }
-  return run ? `${run.title} · ${trace.run} · ${trace.label}` : `${trace.run} · ${trace.label}`;
+  return run ? `${run.title} · ${runTime(run.created_at)} · ${trace.label}` : `${trace.run} · ${trace.label}`;
 }
 
 /** The path of the trace file selected in the file browser, or null. */

@@ -34,7 +34,7 @@ import { ProfileTimeline } from './timeline';
 export interface ProfileViewOptions {
   trace: string;
   client: GpudojoClient;
-  /** Traces to offer for a comparison: the run's others, recent runs', those open in this page. */
+  /** Traces to offer for a comparison (every profiled run's, those open in this page), this one among them. */
   candidates: () => Promise<TraceChoice[]>;
   /** Open the diff panel of a (before) against b (after). */
   compare: (a: string, b: string) => void;
@@ -69,18 +69,26 @@ export class ProfileView extends Widget {
     this._timeline?.refreshTheme();
   }
 
+  /** List the traces to compare with again (a run has ended with a profile). */
+  refreshCompare(): void {
+    void this._picker?.refresh();
+  }
+
   dispose(): void {
     if (this.isDisposed) {
       return;
     }
     this._waiting = false;
     this._timeline?.dispose();
+    this._picker?.dispose();
     super.dispose();
   }
 
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
     this._timeline?.refreshTheme();
+    // A run may have ended while this panel was hidden: list its traces.
+    void this._picker?.refresh();
   }
 
   private async _load(): Promise<void> {
@@ -229,8 +237,9 @@ export class ProfileView extends Widget {
     const picker = new ComparePicker({
       trace: this.trace,
       candidates: this._options.candidates,
-      compare: b => this._options.compare(this.trace, b)
+      compare: (a, b) => this._options.compare(a, b)
     });
+    this._picker = picker;
     return h(
       'section',
       { className: 'gpudojo-profile-section gpudojo-profile-links' },
@@ -264,6 +273,7 @@ export class ProfileView extends Widget {
   private _summary: ProfileSummary | null = null;
   private _timeline: ProfileTimeline | null = null;
   private _steps: StepChart | null = null;
+  private _picker: ComparePicker | null = null;
   private _waiting = false;
   private _status: HTMLElement;
   private _error: HTMLElement;

@@ -19,6 +19,8 @@ export interface RunProfileSectionOptions {
   openTrace: (trace: string) => void;
   /** Open the diff panel of a (before) against b (after). */
   compare: (a: string, b: string) => void;
+  /** The ended run's traces are listed (a run event other views may follow: the compare pickers). */
+  listed?: (run: Run, traces: readonly Trace[]) => void;
 }
 
 /** Runs of the lab looked at for the previous one. */
@@ -70,6 +72,7 @@ export class RunProfileSection implements IRunProfileSection {
     }
     this._render(run, traces);
     if (traces.length && FINAL_STATUSES.has(run.status)) {
+      this._options.listed?.(run, traces);
       await this._findPrevious(run, traces);
     }
   }

@@ -5,7 +5,7 @@
  */
 
 import type { ProfileCategory, ProfileStep } from '../api/types';
-import type { TimeRange } from '../memory/viewport';
+import type { TimeRange } from '../timeline/viewport';
 import { PROFILE_CATEGORIES } from './format';
 
 export interface BarSegment {

@@ -9,9 +9,10 @@
 
 import type { EventDetail, ProfileSummary, ProfileWindow, Span } from '../api/types';
 import { NextFrame, h } from '../dom';
-import { TimeRange, ZOOM_STEP, panBy, sameRange, stretchImage, wheelFactor, zoomAt } from '../memory/viewport';
+import { listenForNavigation } from '../timeline/navigation';
+import { TimeRange, ZOOM_STEP, sameRange, stretchImage, zoomAt } from '../timeline/viewport';
 import { EventCache } from './eventCache';
-import { formatUs } from './format';
+import { formatUs, timeTickLabels } from './format';
 import { LanesLayout, SpanIndex, hitSpan, indexWindow, layoutLanes, spanRect } from './laneLayout';
 import { ProfilePalette, readProfilePalette } from './palette';
 import {
@@ -24,10 +25,7 @@ import {
   makeHatch
 } from './timelineDraw';
 import { TooltipLine, detailLines, spanLines } from './tooltip';
-import { FetchWindow, WindowLoader } from './windowLoader';
-
-/** A press that moves less than this (px) is a click, not a drag. */
-const CLICK_SLOP = 3;
+import { FetchWindow, WindowLoader } from '../timeline/windowLoader';
 
 export interface ProfileTimelineOptions {
   summary: ProfileSummary;
@@ -126,58 +124,16 @@ export class ProfileTimeline {
   }
 
   private _listen(): void {
-    const canvas = this.canvas;
-    canvas.addEventListener(
-      'wheel',
-      event => {
-        const width = this._plotWidth();
-        const x = event.offsetX - TIMELINE_MARGIN.left;
-        if (x < 0 || x > width) {
-          return; // over the labels: let the page scroll
-        }
-        event.preventDefault();
-        if (event.shiftKey || Math.abs(event.deltaX) > Math.abs(event.deltaY)) {
-          const delta = Math.abs(event.deltaX) > Math.abs(event.deltaY) ? event.deltaX : event.deltaY;
-          this._setView(panBy(this._view, this._bounds, delta / width));
-        } else {
-          // Pinch on a touchpad arrives as a wheel with ctrlKey and small deltas: the same zoom, finer.
-          this._setView(zoomAt(this._view, this._bounds, x / width, wheelFactor(event.deltaY)));
-        }
-      },
-      { passive: false }
-    );
-    canvas.addEventListener('mousedown', event => {
-      if (event.button !== 0 || event.offsetX < TIMELINE_MARGIN.left) {
-        return;
-      }
-      this._drag = { x: event.clientX, view: { ...this._view }, moved: false };
-      const move = (e: MouseEvent) => {
-        const drag = this._drag;
-        if (!drag) {
-          return;
-        }
-        const dx = e.clientX - drag.x;
-        drag.moved ||= Math.abs(dx) >= CLICK_SLOP;
-        if (drag.moved) {
-          this._hideTooltip();
-          this._setView(panBy(drag.view, this._bounds, -dx / this._plotWidth()));
-        }
-      };
-      const up = () => {
-        document.removeEventListener('mousemove', move);
-        document.removeEventListener('mouseup', up);
-        this._drag = null;
-      };
-      document.addEventListener('mousemove', move);
-      document.addEventListener('mouseup', up);
+    listenForNavigation(this.canvas, {
+      plot: () => ({ x: TIMELINE_MARGIN.left, width: this._plotWidth() }),
+      view: () => ({ ...this._view }),
+      bounds: () => this._bounds,
+      setView: view => this._setView(view),
+      reset: () => this.reset(),
+      hover: (x, y) => this._hover(x, y),
+      leave: () => this._hideTooltip(),
+      dragStarted: () => this._hideTooltip()
     });
-    canvas.addEventListener('dblclick', () => this.reset());
-    canvas.addEventListener('mousemove', event => {
-      if (!this._drag) {
-        this._hover(event.offsetX, event.offsetY);
-      }
-    });
-    canvas.addEventListener('mouseleave', () => this._hideTooltip());
   }
 
   private _plotWidth(): number {
@@ -296,11 +252,13 @@ export class ProfileTimeline {
       }
     }
     drawLaneLabels(ctx, this._layout, top, this._palette);
-    drawTimeAxis(ctx, left, width, top, this._view, this._summary.t_start_us, this._palette);
+    const ticks = drawTimeAxis(ctx, left, width, top, this._view, this._summary.t_start_us, this._palette);
+    this.canvas.setAttribute('data-ticks', JSON.stringify(ticks));
     const origin = this._summary.t_start_us;
-    this._range.textContent = `${formatUs(this._view.t0 - origin)} – ${formatUs(this._view.t1 - origin)} (${formatUs(
-      this._view.t1 - this._view.t0
-    )} shown)`;
+    const span = this._view.t1 - this._view.t0;
+    // The range at a tenth of the span's precision, so a deep zoom's ends do not read alike.
+    const [from, to] = timeTickLabels([this._view.t0 - origin, this._view.t1 - origin], span / 10);
+    this._range.textContent = `${from} – ${to} (${formatUs(span)} shown)`;
   }
 
   /** The span under (x, y) CSS px of the canvas, when the drawing matches the view. */
@@ -394,7 +352,6 @@ export class ProfileTimeline {
   private _base: HTMLCanvasElement | null = null;
   private _baseRange: TimeRange | null = null;
   private _hovered: { lane: number; span: Span } | null = null;
-  private _drag: { x: number; view: TimeRange; moved: boolean } | null = null;
   private _cssWidth = 0;
   private _dpr = 1;
   private _frame = new NextFrame(() => this._draw());

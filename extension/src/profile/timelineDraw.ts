@@ -7,8 +7,8 @@
 
 import type { ProfileWindow } from '../api/types';
 import { niceTicks } from '../memory/format';
-import { TimeRange, xOf } from '../memory/viewport';
-import { formatUs } from './format';
+import { TimeRange, xOf } from '../timeline/viewport';
+import { timeTickLabels } from './format';
 import { LEVEL_PX, LanesLayout, SpanRect, spanRect } from './laneLayout';
 import { ProfilePalette, SpanKind, readableOn, spanKind } from './palette';
 
@@ -173,7 +173,7 @@ export function drawLaneLabels(ctx: CanvasRenderingContext2D, layout: LanesLayou
   }
 }
 
-/** Ticks and labels of the time axis along the top, counted from the trace's start (`originUs`). */
+/** Ticks and labels of the time axis along the top, counted from the trace's start (`originUs`); returns the labels drawn. */
 export function drawTimeAxis(
   ctx: CanvasRenderingContext2D,
   x: number,
@@ -182,7 +182,7 @@ export function drawTimeAxis(
   view: TimeRange,
   originUs: number,
   palette: ProfilePalette
-): void {
+): string[] {
   ctx.font = palette.font;
   ctx.strokeStyle = palette.grid;
   ctx.fillStyle = palette.axis;
@@ -190,14 +190,17 @@ export function drawTimeAxis(
   ctx.textBaseline = 'bottom';
   ctx.textAlign = 'center';
   const count = Math.max(2, Math.floor(width / 110));
-  for (const t of niceTicks(view.t0 - originUs, view.t1 - originUs, count)) {
+  const ticks = niceTicks(view.t0 - originUs, view.t1 - originUs, count);
+  const labels = timeTickLabels(ticks, ticks.length > 1 ? ticks[1] - ticks[0] : view.t1 - view.t0);
+  ticks.forEach((t, i) => {
     const px = Math.round(x + xOf(t + originUs, view, width)) + 0.5;
     ctx.beginPath();
     ctx.moveTo(px, bottom - 4);
     ctx.lineTo(px, bottom);
     ctx.stroke();
-    ctx.fillText(formatUs(t), px, bottom - 5);
-  }
+    ctx.fillText(labels[i], px, bottom - 5);
+  });
+  return labels;
 }
 
 /** Outline `rect` (the hovered span), offset by the plot's origin. */

@@ -240,8 +240,21 @@ export interface EngineChoice {
   name: EngineName;
   title: string;
   available: boolean;
-  /** Why it cannot be chosen, or what the server found when it can. */
+  /** Why it cannot be chosen, or what the server found when it can: one sentence. */
   reason: string;
+  /** What lies behind the reason (e.g. what scontrol said), shown on demand; '' for none. */
+  detail: string;
+}
+
+/**
+ * An engine's reason as one line, whatever the server sent: its first line; the lines after
+ * it go before the detail (a tool's multi-line error belongs behind the sentence, not in it).
+ */
+export function reasonAndDetail(reason: string, detail = ''): { reason: string; detail: string } {
+  const lines = reason.trim().split(/\r?\n/);
+  const first = lines[0].trim();
+  const rest = lines.slice(1).join('\n').trim();
+  return { reason: first, detail: [rest, detail.trim()].filter(Boolean).join('\n') };
 }
 
 /** Why a lab started with plain Python offers only this machine. */
@@ -259,7 +272,7 @@ export function engineChoices(engines: ReadonlyArray<EngineInfo> | null, launche
       name: 'local',
       title: local?.title || ENGINE_TITLES.local,
       available: true,
-      reason: launcher === 'python' ? PYTHON_ONLY_REASON : local?.reason ?? ''
+      ...reasonAndDetail(launcher === 'python' ? PYTHON_ONLY_REASON : local?.reason ?? '', local?.detail ?? '')
     }
   ];
   if (launcher !== 'torchrun' || !engines) {
@@ -271,7 +284,7 @@ export function engineChoices(engines: ReadonlyArray<EngineInfo> | null, launche
         name: info.name,
         title: info.title || ENGINE_TITLES[info.name],
         available: info.available,
-        reason: info.reason
+        ...reasonAndDetail(info.reason, info.detail ?? '')
       });
     }
   }
@@ -291,6 +304,9 @@ export function initialWhereRaw(engine: EngineName, given: Record<string, unknow
     const value = given[field.name];
     const usable = typeof value === 'number' || (typeof value === 'string' && value !== '');
     raw[field.name] = usable ? String(value) : field.default === null ? '' : String(field.default);
+  }
+  if (engine === 'torchrun-nodes' && given[SAME_MACHINE] === true) {
+    raw[SAME_MACHINE] = 'true'; // repeating a practice run keeps it one
   }
   return raw;
 }
@@ -359,10 +375,16 @@ export function buildWhere(engine: EngineName, raw: WhereRaw): WhereOutcome {
   }
   // The server takes a minimum at or above nnodes as "not elastic"; a learner who typed one meant less.
   const nnodes = where.nnodes;
-  if (engine === 'torchrun-nodes' && !errors.host) {
-    const refused = loopbackRefusal(String(where.host ?? ''), typeof nnodes === 'number' ? nnodes : 1, raw[SAME_MACHINE] === 'true');
+  if (engine === 'torchrun-nodes') {
+    const sameMachine = raw[SAME_MACHINE] === 'true';
+    const refused = errors.host
+      ? null
+      : loopbackRefusal(String(where.host ?? ''), typeof nnodes === 'number' ? nnodes : 1, sameMachine);
     if (refused) {
       errors.host = refused;
+    }
+    if (sameMachine) {
+      where[SAME_MACHINE] = true;
     }
   }
   const least = where.min_nodes;
@@ -398,7 +420,10 @@ export function whereErrorsFromDetail(detail: unknown): Record<string, string> {
   return errors;
 }
 
-/** The chooser's "all nodes on this machine (testing)" checkbox, kept in the raw values ('true'/''); never sent. */
+/**
+ * The chooser's "every node on this machine (practice)" checkbox, kept in the raw values
+ * ('true'/''); sent as NodesWhere.same_machine when ticked.
+ */
 export const SAME_MACHINE = 'same_machine';
 
 /** Whether `host` names this machine's loopback (127.0.0.0/8, localhost, ::1). */
@@ -409,8 +434,8 @@ export function isLoopback(host: string): boolean {
 
 /**
  * Why a multi-node run cannot use `host`: a loopback address, which a node on another
- * machine cannot reach, unless every node runs on this machine (`sameMachine`, testing).
- * null when the address can be used.
+ * machine cannot reach, unless every node runs on this machine (`sameMachine`, practice).
+ * null when the address can be used. The server refuses the same (NodesWhere.host).
  */
 export function loopbackRefusal(host: string, nnodes: number, sameMachine: boolean): string | null {
   if (nnodes <= 1 || sameMachine || !isLoopback(host)) {
@@ -418,7 +443,7 @@ export function loopbackRefusal(host: string, nnodes: number, sameMachine: boole
   }
   return (
     `${host} is this machine's loopback: a node on another machine cannot reach it. ` +
-    'Give an address of this machine the other nodes reach, or tick "all nodes on this machine (testing)".'
+    'Give an address of this machine the other nodes reach, or tick "every node on this machine (practice)".'
   );
 }
 

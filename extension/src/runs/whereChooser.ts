@@ -135,23 +135,31 @@ export class WhereChooser {
           this._choose(choice.name);
         }
       });
-      this._choicesNode.appendChild(
-        h(
-          'label',
-          {
-            className: 'gpudojo-run-where-choice',
-            attrs: { 'data-engine': choice.name, 'data-available': String(choice.available) }
-          },
-          radio,
-          h('span', { className: 'gpudojo-run-where-title', text: choice.title }),
-          choice.reason
-            ? h('span', {
-                className: 'gpudojo-run-form-help gpudojo-run-where-reason',
-                text: choice.available ? choice.reason : `Unavailable: ${choice.reason}`
-              })
-            : null
-        )
+      const label = h(
+        'label',
+        {
+          className: 'gpudojo-run-where-choice',
+          attrs: { 'data-engine': choice.name, 'data-available': String(choice.available) }
+        },
+        radio,
+        h('span', { className: 'gpudojo-run-where-title', text: choice.title }),
+        choice.reason
+          ? h('span', {
+              className: 'gpudojo-run-form-help gpudojo-run-where-reason',
+              text: choice.available ? choice.reason : `Unavailable: ${choice.reason}`
+            })
+          : null
       );
+      // What lies behind the reason, under it but outside the label: opening it must not choose the engine.
+      const detail = choice.detail
+        ? h(
+            'details',
+            { className: 'gpudojo-run-where-detail', attrs: { 'data-engine': choice.name } },
+            h('summary', { text: 'Details' }),
+            h('pre', { text: choice.detail })
+          )
+        : null;
+      this._choicesNode.appendChild(h('div', { className: 'gpudojo-run-where-slot' }, label, detail));
     }
     this._choose(engine, true);
   }
@@ -248,7 +256,8 @@ export class WhereChooser {
   }
 
   /**
-   * "All nodes on this machine (testing)": the one case where loopback is a right address.
+   * "Every node on this machine (practice)": the one case where loopback is a right address
+   * (sent as `same_machine`; the server refuses loopback without it).
    * Also says which addresses of this machine the other nodes may use.
    */
   private _sameMachineToggle(checked: boolean): HTMLElement {
@@ -262,7 +271,7 @@ export class WhereChooser {
     return h(
       'div',
       { className: 'gpudojo-run-where-same-machine' },
-      h('label', {}, box, ' All nodes on this machine (testing): allow 127.0.0.1'),
+      h('label', {}, box, ' Every node on this machine (practice): 127.0.0.1 is then allowed'),
       h('span', { className: 'gpudojo-run-form-help gpudojo-run-where-addresses', text: addresses })
     );
   }

@@ -4,12 +4,18 @@
  * course's home and holds lines features add (the course's progress); which
  * sections are collapsed is remembered across reloads (JupyterLab's state
  * database), and the Course gets most of the height.
+ *
+ * The sections are laid out by Lumino from the content's measured height, which the header
+ * changes when its lines arrive (the progress line comes after the catalog): the content is
+ * watched so that the sections are laid out again then, and the last one (the GPU section
+ * and its "Open GPU monitor" button) never runs on under the status bar.
  */
 
 import type { IStateDB } from '@jupyterlab/statedb';
 import { SidePanel } from '@jupyterlab/ui-components';
 import type { CommandRegistry } from '@lumino/commands';
 import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
+import { Message, MessageLoop } from '@lumino/messaging';
 import { AccordionPanel, Widget } from '@lumino/widgets';
 import { h } from '../dom';
 import { gpudojoIcon } from '../icons';
@@ -68,6 +74,21 @@ export class GpudojoSidebar extends SidePanel implements IGpudojoSidebar {
     }
     this.insertWidget(index, widget);
     this._applyState();
+  }
+
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    if (typeof ResizeObserver !== 'undefined' && !this._contentObserver) {
+      this._contentObserver = new ResizeObserver(() => {
+        MessageLoop.sendMessage(this.content, Widget.ResizeMessage.UnknownSize);
+      });
+    }
+    this._contentObserver?.observe(this.content.node);
+  }
+
+  protected onBeforeDetach(msg: Message): void {
+    this._contentObserver?.disconnect();
+    super.onBeforeDetach(msg);
   }
 
   addHeaderWidget(widget: Widget): void {
@@ -160,4 +181,5 @@ export class GpudojoSidebar extends SidePanel implements IGpudojoSidebar {
   private _collapsed = new Set<string>();
   private _restored = false;
   private _applying = false;
+  private _contentObserver: ResizeObserver | null = null;
 }

@@ -115,7 +115,11 @@ class GPUDojoHandler(ExtensionHandlerMixin, APIHandler):
             # 5), so what the document says a route takes is exactly what it accepts.
             return model.model_validate_json(body, strict=True)
         except ValidationError as err:
-            detail = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in err.errors(include_url=False)]
+            # A validator's own sentence is for the learner as it stands (not "Value error, ...").
+            detail = [
+                {"loc": list(e["loc"]), "msg": e["msg"].removeprefix("Value error, ")}
+                for e in err.errors(include_url=False)
+            ]
             code = "invalid_json" if any(e["type"] == "json_invalid" for e in err.errors()) else "invalid_request"
             raise ApiError(400, code, "The request body does not match what this route takes.", detail) from err
 

@@ -151,7 +151,8 @@ class ProfileEventHandler(ProfileBase):
 class ProfileDiffHandler(ProfileBase):
     api_doc = {
         "get": {
-            "summary": "Two traces compared (?a=before&b=after): step time, breakdown, operators, findings",
+            "summary": "Two traces compared (?a=before&b=after): step time, breakdown, operators, findings, "
+            "and what differs between their runs (parameters, lab, mode, machine)",
             "response": "ProfileDiff",
             "query": {"a": TRACE, "b": TRACE},
             "errors": ANALYSIS_ERRORS,
@@ -161,9 +162,11 @@ class ProfileDiffHandler(ProfileBase):
     @web.authenticated
     @authorized
     async def get(self) -> None:
+        from ..profile.run_changes import with_runs
+
         a, b = self.trace_arg("a"), self.trace_arg("b")
-        profile = self.services.profile
-        self.write_model(await self.call(lambda: profile.diff(a, b)))
+        profile, runs = self.services.profile, self.services.runs
+        self.write_model(await self.call(lambda: with_runs(profile.diff(a, b), runs.get)))
 
 
 class TraceRawHandler(ProfileBase):

@@ -287,6 +287,19 @@ class RequirementSpec(_Model):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     statement: str = Field(min_length=1)
     gpu: bool = Field(False, description="Checked only with a GPU; skipped (not applicable) without one")
+    files: list[str] = Field(
+        default_factory=list,
+        description="Starter files the requirement is about, relative to starters/ (a failure links to them)",
+    )
+
+    @field_validator("files")
+    @classmethod
+    def _relative_files(cls, files: list[str]) -> list[str]:
+        for f in files:
+            parts = f.split("/")
+            if not f or f.startswith("/") or "\\" in f or any(p in ("", ".", "..") for p in parts):
+                raise ValueError(f"{f!r} is not a path relative to starters/ (no '..', no leading '/')")
+        return files
 
 
 class ExerciseMeta(ItemMeta):

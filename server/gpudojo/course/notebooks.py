@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 
 from ..errors import Forbidden
 from .catalog import GPU_TAG
+from .gpu_cells import magic_line
 from .links import notebook_cells_without_product_links
 from .models import NotebookCopy
 
@@ -26,7 +28,18 @@ def copy_lesson_as_notebook(lesson_path: Path, root_dir: Path, *, overwrite: boo
         return NotebookCopy(path=relative, created=False)
     nb = jupytext.read(lesson_path, fmt="md:myst")
     nb.metadata.pop("jupytext", None)  # a plain notebook, not paired with the packaged file
-    nb.cells = _with_expected_outputs(notebook_cells_without_product_links(nb.cells))
+    # Complete as JupyterLab would make it on opening (kernelspec, language_info), so that a
+    # fresh copy opens unmodified.
+    nb.metadata.setdefault(
+        "kernelspec", {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    )
+    nb.metadata["language_info"] = _python_language_info()
+    cells = _with_expected_outputs(_guarded_gpu_cells(notebook_cells_without_product_links(nb.cells)))
+    if any(_is_gpu_cell(c) for c in cells):
+        # Before the first code cell: where the learner starts running.
+        first_code = next((i for i, c in enumerate(cells) if c.cell_type == "code"), 0)
+        cells.insert(first_code, _setup_cell())
+    nb.cells = cells
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(jupytext.writes(nb, fmt="ipynb"), encoding="utf-8")
@@ -46,6 +59,60 @@ def expected_output_label(extra: dict) -> str:
         what = f" for {on}" if on else ""
         return f"The cell above {needs}. Expected output{what}, written from {source}: no GPU ran this."
     return f"The cell above {needs}. Expected output on {on or 'a GPU'}:"
+
+
+SETUP_TAG = "gpudojo-setup"
+SETUP_SOURCE = (
+    "# gpudojo: cells that need a GPU start with %%needs_gpu. Where this machine has too few GPUs\n"
+    "# they print one line and leave their expected output to the note below them;\n"
+    "# %%needs_gpu --run runs one anyway.\n"
+    "%load_ext gpudojo\n"
+    "%needs_gpu"
+)
+
+
+def _setup_cell():
+    from nbformat.v4 import new_code_cell
+
+    return new_code_cell(SETUP_SOURCE, metadata={"tags": [SETUP_TAG]})
+
+
+def _is_gpu_cell(cell) -> bool:
+    return cell.cell_type == "code" and GPU_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def _gpus_of(cell) -> int:
+    extra = cell.get("metadata", {}).get("gpudojo")
+    gpus = extra.get("gpus") if isinstance(extra, dict) else None
+    return gpus if isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 1 else 1
+
+
+def _guarded_gpu_cells(cells: list) -> list:
+    """Start each GPU cell with %%needs_gpu, and tag the multi-GPU ones needs-N-gpus."""
+    for cell in cells:
+        if not _is_gpu_cell(cell):
+            continue
+        gpus = _gpus_of(cell)
+        cell.source = f"{magic_line(gpus)}\n{cell.source}"
+        tags = list(cell.metadata.get("tags", []))
+        if gpus > 1 and f"needs-{gpus}-gpus" not in tags:
+            tags.append(f"needs-{gpus}-gpus")
+        cell.metadata["tags"] = tags
+    return cells
+
+
+def _python_language_info() -> dict:
+    """What ipykernel reports for this Python (the kernel the copy opens with)."""
+    major = platform.python_version_tuple()[0]
+    return {
+        "codemirror_mode": {"name": "ipython", "version": int(major)},
+        "file_extension": ".py",
+        "mimetype": "text/x-python",
+        "name": "python",
+        "nbconvert_exporter": "python",
+        "pygments_lexer": f"ipython{major}",
+        "version": platform.python_version(),
+    }
 
 
 def _with_expected_outputs(cells: list) -> list:

@@ -245,6 +245,11 @@ class RunRequest(_Model):
         description="auto: the GPU when there is one, else the simulator (numba) or the CPU emulator (CUDA C); "
         "cpu-emulation: CUDA C on the CPU even where there is a GPU",
     )
+    memory_report: bool = Field(
+        True,
+        description="CPU emulation: record every warp's global and shared accesses (the memory-access report) "
+        "and check shared memory for out-of-bounds accesses and races; off runs faster, with guard pages only",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> RunRequest:
@@ -303,6 +308,7 @@ class RunError(_Model):
         "exception",
         "deadlock",
         "unsupported",
+        "race",
     ]
     message: str
     thread: list[int] | None = Field(None, description="threadIdx of the failing thread, when known")
@@ -319,6 +325,51 @@ class EmulatorInfo(_Model):
     run_ms: float = Field(description="Wall clock of the emulated launch on the CPU")
 
 
+class MemoryAccessLine(_Model):
+    """One source line's accesses to one memory space, summed over its warp instructions."""
+
+    line: int | None = Field(description="Source line (None: outside the kernel's file)")
+    space: Literal["global", "shared"]
+    ops: list[Literal["load", "store", "atomic"]] = Field(description="What the line does there")
+    requests: int = Field(description="Warp instructions: the lanes of a warp at the line's k-th execution")
+    accesses: int = Field(description="Thread accesses (lanes summed over the requests)")
+    bytes: int = Field(description="Distinct bytes asked for, summed over the requests")
+    sectors: int | None = Field(None, description="Global: 32-byte sectors touched, summed over the requests")
+    min_sectors: int | None = Field(None, description="Global: the fewest sectors that hold the bytes asked for")
+    sectors_per_request: float | None = None
+    min_sectors_per_request: float | None = None
+    wavefronts: int | None = Field(
+        None, description="Shared: bank passes (n-way conflict = n passes of a 4-byte-word request), summed"
+    )
+    ideal_wavefronts: int | None = Field(None, description="Shared: the passes with no bank conflict")
+    ways_per_request: float | None = Field(None, description="Shared: mean n-way bank conflict per request")
+    max_ways: int | None = Field(None, description="Shared: the worst request's n-way conflict")
+
+
+class MemoryAccessTotals(_Model):
+    space: Literal["global", "shared"]
+    requests: int
+    accesses: int
+    bytes: int
+    sectors: int | None = None
+    min_sectors: int | None = None
+    wavefronts: int | None = None
+    ideal_wavefronts: int | None = None
+    efficiency: float = Field(description="min_sectors/sectors (global) or ideal_wavefronts/wavefronts (shared), 0..1")
+
+
+class MemoryReport(_Model):
+    """How each warp touched memory in the CPU emulator: coalescing per line, bank conflicts per line."""
+
+    note: str = Field(description="What the counts are")
+    sampled: bool = Field(description="Only some blocks were recorded (big launches)")
+    sampling: str = Field(description="Which blocks were recorded, in words")
+    blocks_recorded: int
+    blocks_total: int
+    lines: list[MemoryAccessLine] = Field(default_factory=list)
+    totals: list[MemoryAccessTotals] = Field(default_factory=list, description="Per kernel, one per memory space")
+
+
 class RunResult(_Model):
     status: Literal["passed", "failed", "ran", "not_run", "error"] = Field(
         description="passed/failed: outputs checked; ran: no expectation given; not_run: nothing could run it here"
@@ -332,6 +383,9 @@ class RunResult(_Model):
     stdout: str = ""
     compile: CompileResult | None = Field(None, description="The compile report (always for CUDA C)")
     emulator: EmulatorInfo | None = Field(None, description="The CPU emulator's build and run (cpu-emulation)")
+    memory: MemoryReport | None = Field(
+        None, description="Sectors per request and bank conflicts per source line (cpu-emulation)"
+    )
     wall_ms: float = 0.0
 
 

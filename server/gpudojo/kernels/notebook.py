@@ -171,6 +171,7 @@ def run_from_flags(source: str, language: str, opts: argparse.Namespace, **extra
         language=language,
         arch=opts.arch,
         options=compile_options(opts.opt_level, opts.max_registers, opts.fast_math, opts.defines),
+        memory_report=not getattr(opts, "no_memory_report", False),
         **extra,
     )
 
@@ -185,7 +186,17 @@ def magic_parser() -> argparse.ArgumentParser:
     p.add_argument("--block", default="256")
     p.add_argument("--args", default="")
     p.add_argument("--expect", default=None)
+    add_memory_report_flag(p)
     return p
+
+
+def add_memory_report_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-memory-report",
+        action="store_true",
+        help="CPU emulation: skip recording memory accesses (faster; no per-line sectors, bank conflicts, "
+        "shared-memory bounds or race checks)",
+    )
 
 
 def cuda_magic(line: str, cell: str) -> CompileReport | RunReport:

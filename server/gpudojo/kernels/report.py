@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from .models import CompileResult, KernelReport, RunResult
+from .models import CompileResult, KernelReport, MemoryReport, RunResult
 
 
 def _kib(n: int) -> str:
@@ -56,6 +56,49 @@ def compile_text(r: CompileResult, sass: bool = False, ptx: bool = False) -> str
     return "\n".join(lines)
 
 
+def _num(x: float) -> str:
+    return f"{x:.0f}" if float(x).is_integer() else f"{x:.2f}"
+
+
+def memory_text(m: MemoryReport) -> list[str]:
+    """The memory-access report as a compact per-line table (indented lines)."""
+    lines = [f"  memory accesses per source line - {m.note}", f"    {m.sampling}"]
+    if not m.lines:
+        lines.append("    no global or shared accesses recorded")
+        return lines
+    lines.append(f"    {'line':>5}  {'kind':<6}  {'ops':<17} {'requests':>9}  per request")
+    for row in m.lines:
+        n = row.requests or 1
+        if row.space == "global":
+            per = f"{_num(row.sectors_per_request or 0)} sectors (min {_num(row.min_sectors_per_request or 0)})"
+        else:
+            ideal = (row.ideal_wavefronts or 0) / n
+            ways = row.ways_per_request or 0
+            if (row.wavefronts or 0) <= (row.ideal_wavefronts or 0):
+                per = f"{_num(ways)}-way (no bank conflict)"
+            else:
+                per = (
+                    f"{_num(ways)}-way bank conflict"
+                    + (f" (worst {row.max_ways}-way)" if row.max_ways and row.max_ways != ways else "")
+                    + f", ideal {_num(ideal)}-way"
+                )
+        where = str(row.line) if row.line else "-"
+        lines.append(f"    {where:>5}  {row.space:<6}  {'/'.join(row.ops):<17} {row.requests:>9}  {per}")
+    totals = []
+    for t in m.totals:
+        if t.space == "global":
+            totals.append(
+                f"global {t.requests} requests, {t.sectors} sectors (min {t.min_sectors}, {t.efficiency:.0%} efficient)"
+            )
+        else:
+            totals.append(
+                f"shared {t.requests} requests, {t.wavefronts} bank passes (ideal {t.ideal_wavefronts}, "
+                f"{t.efficiency:.0%} efficient)"
+            )
+    lines.append("    kernel total: " + "; ".join(totals))
+    return lines
+
+
 def run_text(r: RunResult) -> str:
     head = {
         "gpu": f"GPU ({r.device or 'unknown device'})",
@@ -87,6 +130,8 @@ def run_text(r: RunResult) -> str:
         e = r.emulator
         built = "cached binary" if e.cached else f"compiled in {e.compile_ms:.0f} ms"
         lines.append(f"  emulator: {e.compiler}, {built}")
+    if r.memory:
+        lines += memory_text(r.memory)
     if r.stdout:
         lines.append("  kernel output:\n" + "\n".join("    " + ln for ln in r.stdout.splitlines()[:50]))
     return "\n".join(lines)

@@ -244,6 +244,25 @@ class OpDiffRow(_Model):
     b_calls: int
 
 
+class RunFacts(_Model):
+    """The run a compared trace came from, as the diff names it."""
+
+    id: str
+    title: str
+    lab: str | None = None
+    created_at: float = Field(description="When the run was started, seconds since the epoch")
+    device_mode: TraceMode = Field(description="gpu, or cpu: the run fell back to the CPU")
+
+
+class RunDifference(_Model):
+    """One way the two compared runs differ, in the learner's words."""
+
+    key: str = Field(description="'param:<name>', 'lab', 'script', 'mode', 'machine' or 'processes'")
+    label: str = Field(description="What differs: 'max_batch', 'lab', 'mode', 'machine', 'processes'")
+    a: str = Field(description="Before's value in words ('—' when it has none)")
+    b: str = Field(description="After's value in words ('—' when it has none)")
+
+
 class ProfileDiff(_Model):
     """GET profile/diff?a=&b=: before (a) and after (b) side by side, biggest changes first.
 
@@ -261,3 +280,10 @@ class ProfileDiff(_Model):
     ops: list[OpDiffRow] = Field(description="By |delta|, largest first (at most 30)")
     findings_resolved: list[str] = Field(description="Finding ids in a and not in b")
     findings_new: list[str] = Field(description="Finding ids in b and not in a")
+    a_run: RunFacts | None = Field(None, description="Before's run; none for a trace file of the workspace")
+    b_run: RunFacts | None = Field(None, description="After's run; none for a trace file of the workspace")
+    changes: list[RunDifference] = Field(
+        default_factory=list,
+        description="How the two runs differ (parameters, lab, mode, machine); empty when the runs match or "
+        "either trace is no run's",
+    )

@@ -5,11 +5,12 @@ Times are Unix seconds (float) unless the name says otherwise.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import socket
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationInfo, field_validator
 
 RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled", "timed_out", "lost"]
 FINAL_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled", "timed_out", "lost"})
@@ -142,6 +143,17 @@ class LocalWhere(_Model):
     engine: Literal["local"] = "local"
 
 
+def is_loopback(host: str) -> bool:
+    """Whether `host` names this machine's loopback (127.0.0.0/8, ::1, localhost), read as written."""
+    name = host.strip().lower().rstrip(".")
+    if name in ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 class NodesWhere(_Model):
     """torchrun on several machines, joined by a c10d rendezvous hosted by this one.
 
@@ -154,11 +166,19 @@ class NodesWhere(_Model):
     min_nodes: int | None = Field(
         None, ge=1, le=64, description="Elastic: start with at least this many nodes (torchrun --nnodes MIN:MAX)"
     )
+    same_machine: bool = Field(
+        False,
+        description="Every node runs on this machine (practice): the one case where host may be loopback",
+    )
     host: str = Field(
         "127.0.0.1",
+        validate_default=True,
         max_length=253,
         pattern=r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$",
-        description="This machine's address as the other nodes reach it (rendezvous and relay)",
+        description=(
+            "This machine's address as the other nodes reach it (rendezvous and relay); "
+            "loopback only with same_machine or a single node"
+        ),
     )
     max_restarts: int = Field(0, ge=0, le=10, description="torchrun --max-restarts: whole-job restarts after a failure")
     join_timeout_s: int = Field(
@@ -176,6 +196,19 @@ class NodesWhere(_Model):
             unspecified = False
         if unspecified:
             raise ValueError("give one address of this machine that the other nodes reach, not 0.0.0.0")
+        return host
+
+    @field_validator("host")
+    @classmethod
+    def _reachable_by_other_machines(cls, host: str, info: ValidationInfo) -> str:
+        # Loopback is right only when no node is another machine: one node, or the practice setup.
+        nnodes = info.data.get("nnodes") or 1
+        if nnodes > 1 and not info.data.get("same_machine") and is_loopback(host):
+            raise ValueError(
+                f"{host} is this machine's loopback: a node on another machine cannot reach it. "
+                "Give an address of this machine the other nodes reach, or tick "
+                '"every node on this machine (practice)" (same_machine: true)'
+            )
         return host
 
 

@@ -276,6 +276,7 @@ def main() -> None:
         try:
             if mode == "cpu-emulation":
                 got, timing, stdout, result["emulator"] = run_cpu_emulation(req, inputs, message["emulator"])
+                result["memory"] = result["emulator"].pop("memory", None)
             elif mode == "simulator":
                 got, timing, stdout = run_simulator(req, inputs)
             elif req.language == "numba":

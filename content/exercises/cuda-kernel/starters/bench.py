@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if not torch.cuda.is_available():
         print(
-            "bench.py needs a CUDA GPU; this machine has none (the CPU variant checks kernel_numba.py instead).",
+            "bench.py needs a CUDA GPU; this machine has none (the CPU variant runs kernel.cu in gpudojo's CPU "
+            "emulator and kernel_numba.py in the simulator instead).",
             file=sys.stderr,
         )
         return 2

@@ -8,10 +8,13 @@ seed, dataset size and batch size are chosen here, anew for every check run.
 
 - the uninterrupted run (once, shared): steps per epoch, set_epoch, loss, equal parameters,
   who saved and how, the checkpoint's contents, the metrics lines;
-- the resume: a run stopped by --max-steps, then the same command again;
+- the resume: a run stopped by --max-steps, then the same command again; every rank must
+  call torch.load and make exactly the optimizer steps left (the hook counts them), so a run
+  that trains again from step 0 and prints only the later steps fails though its losses match;
 - the elastic restart: the hook holds one rank after a few steps, this check SIGKILLs it
-  from outside, and torchrun (--max-restarts 2) restarts the workers;
-- the scaling report: python scaling.py --json;
+  from outside, and torchrun (--max-restarts 2) restarts the workers; the same proof of a load;
+- the scaling report: python scaling.py --json beside a stand-in ddp_train.py that prints
+  throughputs chosen here, which the report must carry (made-up figures do not match);
 - on two or more GPUs: NCCL, one GPU per rank.
 """
 
@@ -287,6 +290,34 @@ def check_in_sync(figures, run: Run, what: str) -> None:
         )
 
 
+def check_real_resume(figures, run: Run, start: int, what: str) -> None:
+    """Proof that the run continued from a checkpoint instead of replaying from step 0: in the
+    run's last attempt every rank called torch.load, and each made exactly the optimizer steps
+    left after `start` (the hook counts optimizer.step() calls; a replay that trains from step 0
+    and prints only from `start` on makes all of them)."""
+    attempt = run.last_attempt
+    loaders = [r for r in range(WORLD) if run.of("load", rank=r, attempt=attempt)]
+    figures.add("ranks that called torch.load", ", ".join(map(str, loaders)) or "none", note=what)
+    if len(loaders) < WORLD:
+        missing = " and ".join(f"rank {r}" for r in range(WORLD) if r not in loaders)
+        fail(
+            f"{what}, {missing} never called torch.load: the run printed losses from step {start} on without "
+            "loading the checkpoint. Every rank must load the latest checkpoint (model, optimizer, position) "
+            "and continue from it; training again from step 0 and printing only the later steps is not a resume."
+        )
+    left = TOTAL_STEPS - start
+    made = {r: len(run.of("step", rank=r, attempt=attempt)) for r in range(WORLD)}
+    figures.add("optimizer steps per rank", ", ".join(f"rank {r}: {n}" for r, n in made.items()), note=f"{left} left")
+    for r, n in made.items():
+        if n != left:
+            fail(
+                f"{what}, rank {r} made {n} optimizer steps; continuing from step {start} of {TOTAL_STEPS} leaves "
+                f"{left}. A resumed run trains only the steps the checkpoint does not hold: load the model and "
+                "the optimizer and start the loop at the checkpoint's epoch and position, instead of training "
+                "the first steps again."
+            )
+
+
 # --- sharding, loss, replicas -----------------------------------------------------------------
 
 
@@ -440,9 +471,8 @@ def test_rerun_resumes_from_the_latest_checkpoint(learner, figures, gpus, tmp_pa
             f"the second run began at step {start}; the first stopped after {stop} steps "
             f"with checkpoints every {EVERY}."
         )
+    check_real_resume(figures, again, start, "in the second run")
     ref = reference_losses(learner, gpus, tmp_path_factory)
-    loaded = sorted({e["rank"] for e in again.of("load")})
-    figures.add("ranks that called torch.load", ", ".join(map(str, loaded)) or "none")
     compare_losses(figures, lines, ref, gpus, f"after resuming at step {start}")
     if lines[-1]["step"] != max(ref):
         fail(f"the resumed run ended at step {lines[-1]['step']}; the uninterrupted run ended at step {max(ref)}.")
@@ -540,6 +570,7 @@ def test_killed_rank_restarts_from_the_last_checkpoint(learner, figures, gpus, t
         )
     if not 1 <= start <= steps:
         fail(f"after the restart the run began at step {start}; the killed rank had done {steps} steps.")
+    check_real_resume(figures, run, start, "after the restart")
     ref = reference_losses(learner, gpus, tmp_path_factory)
     compare_losses(figures, lines, ref, gpus, f"after the restart at step {start}")
     if lines[-1]["step"] != max(ref):
@@ -579,21 +610,62 @@ def test_rank_0_prints_one_json_line_per_step(learner, figures, gpus, tmp_path_f
     if epochs != sorted(epochs) or sorted(set(epochs)) != list(range(EPOCHS)):
         fail(f"the epochs of the metrics lines are {_clip_list(epochs)}; expected 0 to {EPOCHS - 1}, in order.")
     figures.add(
-        "samples/s (median)", sorted(r["samples_per_s"] for r in lines)[len(lines) // 2], note="rank 0, 2 ranks"
+        "samples/s (median)",
+        sorted(r["samples_per_s"] for r in lines)[len(lines) // 2],
+        note="rank 0, 2 ranks, as ddp_train.py printed it: shown for information, not counted",
     )
 
 
 # --- the scaling report -----------------------------------------------------------------------
 
 
+# The report's figures are the check's, not the machine's: scaling.py runs in a copy of the
+# learner's folder whose ddp_train.py is this stand-in. It prints, on rank 0 of each launch,
+# metrics lines whose samples_per_s is a throughput chosen here for that world size (the same on
+# every line, so any fair statistic of the lines gives it), and records each launch. The report
+# must carry those throughputs: a figure scaling.py made up, or one it did not read from the
+# lines of a launch with that many processes, does not match.
+STAND_IN = r"""
+import json, os, sys, time
+THROUGHPUT = {throughput!r}
+RECORD = {record!r}
+world = int(os.environ.get("WORLD_SIZE", "1"))
+rank = int(os.environ.get("RANK", "0"))
+epochs = 3
+if "--epochs" in sys.argv:
+    epochs = int(sys.argv[sys.argv.index("--epochs") + 1])
+with open(RECORD, "a") as f:
+    f.write(json.dumps({{"world_size": world, "rank": rank, "argv": sys.argv[1:]}}) + "\n")
+if rank == 0:
+    rate = THROUGHPUT.get(str(world), 1000.0 * world)
+    step = 0
+    for epoch in range(max(epochs, 1)):
+        for _ in range(5):
+            loss = 2.0 / (1 + step)
+            print(json.dumps({{"step": step, "epoch": epoch, "loss": loss, "world_size": world,
+                              "samples_per_s": rate}}), flush=True)
+            step += 1
+"""
+
+
 @requirement("scaling-report")
-def test_scaling_report_is_consistent(learner, figures):
+def test_scaling_report_is_consistent(learner, figures, tmp_path):
+    import shutil
+
     learner.require("scaling.py")
     learner.require("ddp_train.py")
-    env = {"OMP_NUM_THREADS": "1"}
-    if learner.gpus < WORLD:
-        env["CUDA_VISIBLE_DEVICES"] = ""
-    res = learner.run(["python", "scaling.py", "--json"], env=env, timeout_s=120)
+    rng = random.Random()
+    one = round(rng.uniform(600.0, 1400.0), 1)
+    two = round(one * rng.uniform(1.15, 1.9), 1)
+    chosen = {1: one, 2: two}
+    folder = tmp_path / "scaling"
+    shutil.copytree(learner.dir, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    record = tmp_path / "launches.jsonl"
+    (folder / "ddp_train.py").write_text(
+        STAND_IN.format(throughput={str(k): v for k, v in chosen.items()}, record=str(record))
+    )
+    env = {"OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+    res = learner.run(["python", str(folder / "scaling.py"), "--json"], env=env, timeout_s=120, cwd=folder)
     if res.returncode != 0:
         fail(f"python scaling.py --json exited with {res.returncode}: {res.tail()}")
     report = res.json()
@@ -606,9 +678,24 @@ def test_scaling_report_is_consistent(learner, figures):
         runs[entry["nproc"]] = entry
     if sorted(runs) != [1, 2]:
         fail(f"the report has runs for {sorted(runs) or 'no'} process(es); it needs one with 1 and one with 2.")
+    launched = set()
+    with contextlib.suppress(OSError):
+        for line in record.read_text().splitlines():
+            with contextlib.suppress(json.JSONDecodeError):
+                launched.add(json.loads(line)["world_size"])
+    figures.add(
+        "launches of ddp_train.py seen", ", ".join(f"{n} process(es)" for n in sorted(launched)) or "none",
+        note="the check swaps ddp_train.py for a stand-in that prints throughputs chosen by the check",
+    )  # fmt: skip
     thr = {}
     for n, entry in runs.items():
         v = entry.get("samples_per_s")
+        figures.add(
+            f"{n} process{'es' if n > 1 else ''}, reported",
+            v if isinstance(v, (int, float)) else str(v),
+            "samples/s",
+            note=f"the stand-in's metrics lines said {chosen[n]}",
+        )
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
             fail(f"the {n}-process run's samples_per_s is {v!r}; expected a positive number.")
         if entry.get("world_size") != n:
@@ -616,8 +703,19 @@ def test_scaling_report_is_consistent(learner, figures):
                 f"the {n}-process run reports world_size {entry.get('world_size')!r}: take it from that run's "
                 "metrics lines, to show the run really had that many workers."
             )
+        if n not in launched:
+            fail(
+                f"the report has a {n}-process run, but scaling.py never launched ddp_train.py with {n} "
+                "process(es): every figure of the report must come from a run it made."
+            )
+        if not math.isclose(v, chosen[n], rel_tol=0.01):
+            fail(
+                f"the report gives the {n}-process run {v:.6g} samples/s, but every metrics line that run printed "
+                f"said {chosen[n]:.6g} (the check ran scaling.py with a ddp_train.py that prints throughputs it "
+                "chose). Compute each throughput from the samples_per_s of that run's metrics lines; a figure "
+                "written into the report any other way does not count."
+            )
         thr[n] = float(v)
-        figures.add(f"{n} process{'es' if n > 1 else ''}", v, "samples/s")
     speedup, efficiency = report.get("speedup"), report.get("efficiency")
     want_s = thr[2] / thr[1]
     want_e = want_s / 2

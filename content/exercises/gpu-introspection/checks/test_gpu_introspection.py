@@ -535,7 +535,7 @@ PEAKS = {
 }
 MATMUL_SHARE = (0.20, 1.10)
 COPY_RATIO = (0.70, 1.30)  # the tool's copy GB/s against this check's own measurement
-MATMUL_RATIO = (0.50, 1.50)  # for a GPU the table does not know
+MATMUL_RATIO = (0.75, 1.25)  # the tool's matmul TFLOP/s against this check's own, at the tool's size
 
 
 def reference_peak(name: str):
@@ -545,8 +545,9 @@ def reference_peak(name: str):
     return PEAKS[max(keys, key=len)] if keys else None
 
 
-def measure_here() -> dict:
-    """Device-to-device copy GB/s and bf16 matmul TFLOP/s on cuda:0, measured in this process."""
+def measure_here(matmul_n: int = 8192) -> dict:
+    """Device-to-device copy GB/s and bf16 matmul TFLOP/s (matmul_n x matmul_n) on cuda:0, measured
+    in this process."""
     import torch
 
     def median_ms(fn, inner=10, warmup=5, repeats=9):
@@ -579,7 +580,7 @@ def measure_here() -> dict:
         free, _ = torch.cuda.mem_get_info()
         gbps = copy_gbps(min(2**30, free // 8) // 4096 * 4096)
         torch.cuda.empty_cache()
-        tflops = matmul_tflops(8192 if free > 2 * 2**30 else 4096)
+        tflops = matmul_tflops(matmul_n if free > 6 * 2 * matmul_n**2 else 4096)
         torch.cuda.empty_cache()
     return {"name": torch.cuda.get_device_name(0), "copy_gbps": gbps, "matmul_tflops": tflops}
 
@@ -604,9 +605,11 @@ def test_benchmarks_on_the_gpu(learner, figures):
     where = f"the benchmark of cuda:{r.get('cuda_device', 0)} ({r.get('name')})"
     tflops = number(r, "matmul_tflops", where)
     copy_gbps = number(r, "copy_gbps", where)
-    here = measure_here()
-    figures.add("matmul, gpu_info.py", tflops, "TFLOP/s", "bf16")
-    figures.add("matmul, measured by the check", here["matmul_tflops"], "TFLOP/s", "bf16, 8192 x 8192")
+    n = r.get("matmul_n")
+    n = n if isinstance(n, int) and not isinstance(n, bool) and 1024 <= n <= 16384 else 8192
+    here = measure_here(n)
+    figures.add("matmul, gpu_info.py", tflops, "TFLOP/s", f"bf16, as your tool reported it, n={r.get('matmul_n')}")
+    figures.add("matmul, measured by the check", here["matmul_tflops"], "TFLOP/s", f"bf16, {n} x {n}")
     figures.add("copy, gpu_info.py", copy_gbps, "GB/s", "read + write")
     figures.add("copy, measured by the check", here["copy_gbps"], "GB/s", "read + write, 1 GiB")
     if doc.get("exit_code") != res.returncode:
@@ -622,15 +625,20 @@ def test_benchmarks_on_the_gpu(learner, figures):
             "work, not the launch."
         )
 
+    # The tool's matmul rate is held to the check's own measurement of the same size, so a rate
+    # written in (even a plausible share of the peak) fails.
+    ratio = tflops / here["matmul_tflops"]
+    figures.add("matmul, tool / check", ratio, "", f"needs {MATMUL_RATIO[0]} to {MATMUL_RATIO[1]}")
+    if not MATMUL_RATIO[0] <= ratio <= MATMUL_RATIO[1]:
+        fail(
+            f"{where} reports {tflops:.1f} TFLOP/s for the bf16 matmul; the check measures "
+            f"{here['matmul_tflops']:.1f} TFLOP/s ({n} x {n}, CUDA events): {ratio:.2f}x, needs "
+            f"{MATMUL_RATIO[0]}x to {MATMUL_RATIO[1]}x. Time the GPU's work with CUDA events, after a warm-up, "
+            "and report what you measured."
+        )
     peak = reference_peak(here["name"])
     if peak is None:
-        ratio = tflops / here["matmul_tflops"]
-        figures.add("matmul, tool / check", ratio, "", f"no datasheet peak for {here['name']}")
-        if not MATMUL_RATIO[0] <= ratio <= MATMUL_RATIO[1]:
-            fail(
-                f"{where} reports {tflops:.1f} TFLOP/s for the bf16 matmul; the check measures "
-                f"{here['matmul_tflops']:.1f} TFLOP/s: {ratio:.2f}x, needs {MATMUL_RATIO[0]}x to {MATMUL_RATIO[1]}x."
-            )
+        figures.add("matmul share of peak", "not checked", note=f"no datasheet peak for {here['name']}")
         return
     peak_tflops, peak_gbps = peak
     for key, want in (("matmul_peak_tflops", peak_tflops), ("copy_peak_gbps", peak_gbps)):

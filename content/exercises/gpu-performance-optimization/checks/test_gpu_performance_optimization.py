@@ -31,13 +31,12 @@ import pytest
 
 from gpudojo.worker.checkkit import fail, requirement
 
-N_TIME = 2048  # samples per timed run (3 runs, median)
-N_LOSS = 6144  # samples of the run whose model is evaluated (and whose loop is instrumented)
 N_EVAL = 4096  # hidden evaluation samples
 REPEATS = 3
 CPU_SPEEDUP = 2.0  # throughput of the whole train() call on the CPU, against the starter's
 GPU_SPEEDUP = 3.0  # steady-state throughput on the GPU, against the starter's on the GPU
 LOSS_RATIO, LOSS_SLACK = 1.06, 0.02  # eval loss <= starter's * 1.06 + 0.02
+TIMED_RATIO, TIMED_SLACK = 1.15, 0.10  # each timed run's eval loss against the starter's same run
 READS_PER_STEP = 0.1  # host reads allowed per step in the steady-state loop (one per 10 steps)
 DATA_SHARE = 0.20  # share of the loop spent between one optimizer step and the next forward
 PROFILE_STEPS = 3  # optimizer steps the profiled run records, after one step of profiler warm-up
@@ -45,8 +44,13 @@ PROFILE_STEPS = 3  # optimizer steps the profiled run records, after one step of
 _rng = random.Random()
 SEED = _rng.randrange(1, 1 << 30)
 EVAL_SEED = _rng.randrange(1, 1 << 30)
+# Sizes drawn per attempt and given to train() only when it runs: code that recognises the
+# documented size (8192) or any fixed size sees sizes it cannot predict.
+N_TIME = _rng.randrange(1600, 2600)  # samples per timed run (REPEATS runs, median)
+N_LOSS = _rng.randrange(5000, 7200)  # samples of the run whose model is evaluated (and whose loop is instrumented)
+N_CLI = _rng.randrange(700, 1400)  # samples of the command-line run (json-metrics)
 
-DRIVER = r'''
+_BODY = r'''
 import json, math, os, statistics, sys, time, traceback, warnings
 cfg = json.loads(sys.argv[1])
 import torch
@@ -58,7 +62,8 @@ DEVICE = cfg["device"]
 if DEVICE == "cpu":
     torch.set_num_threads(1)  # stable timings on a shared machine, the same for both runs
 ROOT = os.path.realpath(os.getcwd()) + os.sep
-now = time.perf_counter
+now = time.perf_counter  # taken before the learner's code is imported
+_CLOCK = time.perf_counter
 
 
 def emit(obj):
@@ -156,6 +161,43 @@ register_module_forward_pre_hook(pre_hook)
 register_module_forward_hook(post_fwd_hook)
 register_optimizer_step_post_hook(step_hook)
 
+# The time the training process waits inside a DataLoader iterator's __next__ (building the
+# batch itself, or waiting for a worker's): spent wherever the loop fetches, so it counts
+# whether the fetch comes before the forward or was moved before opt.step().
+from torch.utils.data import dataloader as _dl
+loader_wait = []
+_orig_next = _dl._BaseDataLoaderIter.__next__
+
+
+def _next(self):
+    if not state["on"]:
+        return _orig_next(self)
+    t = now()
+    try:
+        return _orig_next(self)
+    finally:
+        loader_wait.append((t, now() - t))
+
+
+_dl._BaseDataLoaderIter.__next__ = _next
+_WATCHED = [(o, n, getattr(o, n)) for o, n in (
+    (time, "perf_counter"), (_dl._BaseDataLoaderIter, "__next__"), (torch.cuda, "synchronize"),
+    (torch.Tensor, "to"), (torch.Tensor, "item"), (torch.Tensor, "cpu"), (torch.Tensor, "__float__"))]
+
+
+def tampered():
+    """What the learner's code replaced of the driver's instruments ('' when nothing)."""
+    import torch.nn.modules.module as mm
+    import torch.optim.optimizer as oo
+    bad = [f"{getattr(o, '__name__', o)}.{n}" for o, n, f in _WATCHED if getattr(o, n, None) is not f]
+    if now is not _CLOCK:
+        bad.append("the driver's clock")
+    if pre_hook not in mm._global_forward_pre_hooks.values():
+        bad.append("the forward hook")
+    if step_hook not in oo._global_optimizer_post_hooks.values():
+        bad.append("the optimizer step hook")
+    return ", ".join(bad)
+
 
 # --- the reference task: a hidden evaluation set ---------------------------------------------
 def eval_set(n, seed):
@@ -170,8 +212,8 @@ def eval_set(n, seed):
     return x, y
 
 
-def run(train, samples, debug=False):
-    fwd.clear(); post.clear(); reads.clear(); syncs.clear()
+def run(train, samples, debug=False, seed=None):
+    fwd.clear(); post.clear(); reads.clear(); syncs.clear(); loader_wait.clear()
     state.update(on=True, depth=0, debug=debug)
 
     def on_warning(message, category, filename, lineno, file=None, line=None):
@@ -183,7 +225,7 @@ def run(train, samples, debug=False):
         warnings.showwarning = on_warning
         t0 = now()
         try:
-            model, metrics = train(samples, seed=cfg["seed"], device=DEVICE)
+            model, metrics = train(samples, seed=cfg["seed"] if seed is None else seed, device=DEVICE)
         finally:
             state["on"] = False
             if DEVICE == "cuda":
@@ -191,6 +233,9 @@ def run(train, samples, debug=False):
         if DEVICE == "cuda":
             _orig_sync()
         t1 = now()
+    bad = tampered()
+    if bad:
+        raise SystemExit("TAMPERED: " + bad)
     seen = sum(r for _, r in fwd)
     out = {"seconds": t1 - t0, "samples_seen": seen, "steps": len(post), "forwards": len(fwd),
            "throughput": seen / (t1 - t0)}
@@ -206,7 +251,11 @@ def run(train, samples, debug=False):
                 j += 1
             if j < len(fwd):
                 gaps.append(fwd[j][0] - t_post)
-        out["data_share"] = sum(gaps) / (last - first) if last > first else 0.0
+        gap_share = sum(gaps) / (last - first) if last > first else 0.0
+        waited = sum(d for t, d in loader_wait if fwd and fwd[0][0] <= t + d and t <= last)
+        wait_share = waited / (last - fwd[0][0]) if fwd and last > fwd[0][0] else 0.0
+        out["gap_share"], out["wait_share"] = gap_share, wait_share
+        out["data_share"] = max(gap_share, wait_share)
         out["data_gap_ms"] = 1e3 * statistics.median(gaps) if gaps else 0.0
         out["step_ms"] = 1e3 * (last - first) / (len(post) - 1)
         window = [r for r in reads if first < r[0] <= last]
@@ -247,27 +296,49 @@ def profile_run(train, samples, path):
 
 try:
     from train import train
-    run(train, 256)  # warm-up: imports, lazy initialisation, allocator, kernels
-    timed = [run(train, cfg["n_time"])[2] for _ in range(cfg["repeats"])]
-    model, metrics, loss_run = run(train, cfg["n_loss"], debug=True)
-    params = list(model.parameters())
-    dev = params[0].device if params else torch.device("cpu")
     x, y = eval_set(cfg["n_eval"], cfg["eval_seed"])
-    model.eval()
-    with torch.no_grad():
-        logits = model(x.to(dev))
-        loss_run["eval_loss"] = F.cross_entropy(logits.float().cpu(), y).item()
-        loss_run["eval_accuracy"] = (logits.float().cpu().argmax(1) == y).float().mean().item()
-    loss_run["param_device"] = str(dev)
+
+    def evaluate(model, out):
+        params = list(model.parameters())
+        dev = params[0].device if params else torch.device("cpu")
+        model.eval()
+        with torch.no_grad():
+            logits = model(x.to(dev)).float().cpu()
+            out["eval_loss"] = F.cross_entropy(logits, y).item()
+            out["eval_accuracy"] = (logits.argmax(1) == y).float().mean().item()
+        out["param_device"] = str(dev)
+        return out
+
+    run(train, cfg["n_warm"])  # warm-up: imports, lazy initialisation, allocator, kernels
+    timed = []
+    for i in range(cfg["repeats"]):  # a different seed each run: each trains for real
+        m_i, _, out_i = run(train, cfg["n_time"], seed=cfg["seed"] + 1 + i)
+        timed.append(evaluate(m_i, out_i))
+    model, metrics, loss_run = run(train, cfg["n_loss"], debug=True)
+    evaluate(model, loss_run)
+    dev = torch.device(loss_run["param_device"])
     result = {"timed": timed, "loss_run": loss_run}
     try:  # the profile explains the figures above; a failure here fails no requirement
         profile_run(train, cfg["n_time"], cfg["trace"])
     except Exception as err:
         result["profile_error"] = f"{type(err).__name__}: {err}"[:300]
     emit(result)
+except SystemExit as err:
+    if str(err).startswith("TAMPERED: "):
+        emit({"tampered": str(err)[len("TAMPERED: "):]})
+    else:
+        emit({"error": f"SystemExit({err})"})
 except BaseException as err:
     emit({"error": "".join(traceback.format_exception(type(err), err, err.__traceback__))[-2500:]})
 '''
+
+# The driver's body runs in a namespace of its own, not in __main__: the learner's module cannot
+# reach its clock, counters or hooks with `import __main__` (or sys.modules["__main__"]), and it
+# checks after every run that the clock, its wrappers and its hooks are still the ones it installed.
+DRIVER = (
+    "exec(compile(" + repr(_BODY) + ", '<gpudojo-driver>', 'exec'), "
+    "{'__name__': 'gpudojo_driver', '__builtins__': __builtins__})\n"
+)
 
 
 def starter_dir(tmp_path_factory) -> Path:
@@ -290,6 +361,7 @@ def _drive(learner, folder: Path, device: str, who: str, trace: Path) -> dict:
         "seed": SEED,
         "eval_seed": EVAL_SEED,
         "n_time": N_TIME,
+        "n_warm": _rng.randrange(200, 320),
         "n_loss": N_LOSS,
         "n_eval": N_EVAL,
         "repeats": REPEATS,
@@ -303,6 +375,11 @@ def _drive(learner, folder: Path, device: str, who: str, trace: Path) -> dict:
     if res.returncode != 0:
         fail(f"running {who}'s train() failed (exit code {res.returncode}): {res.tail()}")
     out = res.json()
+    if "tampered" in out and who != "the starter":
+        fail(
+            f"your code replaced what the check measures with ({out['tampered']}): the clock, the counters "
+            "and the hooks of the check's driver are not yours to change. Make the training loop fast instead."
+        )
     if "error" in out:
         if who == "the starter":
             fail(f"the check could not run the starter's train() as a baseline: {out['error'][-800:]}")
@@ -421,13 +498,32 @@ def add_profile_figures(figures, base: dict, mine: dict, keys: list[tuple[str, s
             figures.add(f"{label}, {who} ({device}, profile)", prof[key], unit, note + extra)
 
 
-def check_samples(run: dict, device: str) -> None:
+def check_samples(run: dict, device: str, n: int = 0) -> None:
+    n = n or N_LOSS
     seen = run["samples_seen"]
-    if not 0.99 * N_LOSS <= seen <= 1.01 * N_LOSS:
+    if not 0.99 * n <= seen <= 1.01 * n:
         fail(
-            f"train({N_LOSS}, ...) on the {device} trained the model on {seen} samples (counted at the model's "
-            f"forward in training mode); it must train on the {N_LOSS} samples it was asked for, once each."
+            f"train({n}, ...) on the {device} trained the model on {seen} samples (counted at the model's "
+            f"forward in training mode); it must train on the {n} samples it was asked for, once each. "
+            "The check picks the sizes at random for each attempt."
         )
+
+
+def check_timed_runs(base: dict, mine: dict, device: str) -> None:
+    """Every timed run must do the work: the samples asked for, and a model that learned from them
+    about as much as the starter's did from the same samples and seed (a looser bound than
+    same-learning's: these runs are short, and a larger batch takes fewer steps)."""
+    for i, (b, r) in enumerate(zip(base["timed"], mine["timed"], strict=True), 1):
+        check_samples(r, device, N_TIME)
+        loss = r.get("eval_loss", float("nan"))
+        bound = b["eval_loss"] * TIMED_RATIO + TIMED_SLACK
+        if not math.isfinite(loss) or loss > bound:
+            fail(
+                f"timed run {i} of train({N_TIME}, ...) on the {device}: the model's loss on a hidden evaluation "
+                f"set is {loss:.4f}, against {b['eval_loss']:.4f} for the starter with the same samples and seed; "
+                f"needs <= {bound:.4f}. Every timed run must train the model on all its samples, at a size the "
+                "check picks at random for each attempt."
+            )
 
 
 def check_loss(base: dict, mine: dict, figures, device: str) -> None:
@@ -451,7 +547,7 @@ def check_loss(base: dict, mine: dict, figures, device: str) -> None:
 @requirement("json-metrics")
 def test_json_metrics(learner, figures):
     learner.require("train.py")
-    n = 1024
+    n = N_CLI  # drawn per attempt
     res = learner.run(
         ["python", "train.py", "--samples", str(n), "--seed", str(SEED), "--device", "cpu", "--json"],
         timeout_s=120,
@@ -466,9 +562,10 @@ def test_json_metrics(learner, figures):
         v = out.get(key)
         if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
             fail(f"train.py --json printed {key} = {v!r}; it must be a positive number")
-    figures.add("samples_per_s (CLI)", out["samples_per_s"], "samples/s")
-    figures.add("step_ms (CLI)", out["step_ms"], "ms")
-    figures.add("final_loss (CLI)", out["final_loss"])
+    info = "as train.py printed it: information only, the check's own driver measures speed and loss"
+    figures.add("samples_per_s (CLI)", out["samples_per_s"], "samples/s", info)
+    figures.add("step_ms (CLI)", out["step_ms"], "ms", info)
+    figures.add("final_loss (CLI)", out["final_loss"], "", info)
     if not 0.99 * n <= out["samples"] <= 1.01 * n:
         fail(f"train.py --samples {n} --json reported samples = {out['samples']}; it must train on {n}")
     if out["final_loss"] > 5:
@@ -486,6 +583,7 @@ def test_same_learning(learner, figures, tmp_path_factory):
 def test_faster(learner, figures, tmp_path_factory):
     base, mine = runs(learner, tmp_path_factory, "cpu")
     check_samples(mine["loss_run"], "CPU")
+    check_timed_runs(base, mine, "CPU")
     b = median([r["throughput"] for r in base["timed"]])
     m = median([r["throughput"] for r in mine["timed"]])
     speedup = m / b
@@ -547,13 +645,28 @@ def test_loader(learner, figures, tmp_path_factory):
         "",
         f"median gap {run['data_gap_ms']:.2f} ms per step; needs <= {DATA_SHARE}",
     )
+    figures.add(
+        "time waiting in DataLoader's __next__, yours",
+        run["wait_share"],
+        "",
+        "wherever the loop fetches the batch; the larger of this and the gap is judged",
+    )
     figures.add("step time, yours", run["step_ms"], "ms", "optimizer step to optimizer step")
     add_profile_figures(figures, base, mine, [("loader_share", "DataLoader share of a step", "")], "CPU")
     if run["data_share"] > DATA_SHARE:
+        if run["wait_share"] >= run["gap_share"]:
+            how = (
+                f"{run['wait_share']:.0%} of your training loop is spent inside the DataLoader's iterator "
+                "(next(...)) waiting for batches, wherever in the loop you fetch them"
+            )
+        else:
+            how = (
+                f"{run['gap_share']:.0%} of your training loop is spent between one optimizer step and the next "
+                f"forward pass, getting the next batch ({run['data_gap_ms']:.2f} ms per step, of "
+                f"{run['step_ms']:.2f} ms)"
+            )
         fail(
-            f"{run['data_share']:.0%} of your training loop is spent between one optimizer step and the next "
-            f"forward pass, getting the next batch ({run['data_gap_ms']:.2f} ms per step, of "
-            f"{run['step_ms']:.2f} ms); needs <= {DATA_SHARE:.0%}. The starter spends "
+            f"{how}; needs <= {DATA_SHARE:.0%}. The starter spends "
             f"{base['loss_run']['data_share']:.0%}. Make each sample cheaper to prepare (vectorise the "
             "transform, do it once) or prepare batches in parallel with training."
         )
@@ -570,6 +683,7 @@ def test_gpu_speedup(learner, figures, tmp_path_factory):
         fail(f"with device='cuda', the trained model's parameters are on {run.get('param_device')}: train on the GPU")
     check_samples(run, "GPU")
     check_loss(base, mine, figures, "GPU")
+    check_timed_runs(base, mine, "GPU")
     missing = [r for r in (base["timed"] + mine["timed"]) if "steady_throughput" not in r]
     if missing:
         fail("train() made fewer than 5 steps per timed run; the check needs more steps to see a steady state")

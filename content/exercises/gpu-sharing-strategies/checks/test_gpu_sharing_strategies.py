@@ -468,12 +468,72 @@ def test_interference_names_the_strategy_that_isolates_best(learner, figures, tm
 # --- (d) measured on a GPU --------------------------------------------------------------------
 
 
+PROBE = Path(__file__).resolve().parent / "sharing_probe.py"
+FIGURE_BAND = 2.0  # the printed throughputs and slowdowns within 2x of the check's own measurement
+
+
+class GpuProcessWatch:
+    """Counts, through NVML, the compute processes on the GPUs while the learner's measure runs:
+    two tenants sharing the GPU are two processes on it at the same moment."""
+
+    def __init__(self):
+        import threading
+
+        self.most = 0
+        self.error = ""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self):
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        except Exception as exc:  # no NVML here: the watch cannot count
+            self.error = f"{type(exc).__name__}: {exc}"
+            return
+        while not self._stop.is_set():
+            try:
+                n = sum(len(pynvml.nvmlDeviceGetComputeRunningProcesses(h)) for h in handles)
+                self.most = max(self.most, n)
+            except Exception as exc:
+                self.error = f"{type(exc).__name__}: {exc}"
+                return
+            self._stop.wait(0.1)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def probe(size: int, seconds: float) -> dict:
+    """The check's own measurement of the same loop, alone and two at once (sharing_probe.py)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, str(PROBE), str(size), str(seconds)], capture_output=True, text=True, timeout=300
+    )
+    if proc.returncode != 0:
+        fail(f"the check's own measurement of the matmul loop failed (not your code): {proc.stderr[-800:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 @requirement("measure-gpu")
 def test_two_processes_time_slicing_a_gpu_each_run_slower(learner, figures):
     learner.require("sharing.py")
-    res = learner.run(["python", "sharing.py", "measure", "--json"], timeout_s=300)
+    rng = random.Random()
+    size, seconds = rng.choice([4096, 6144, 8192]), 3
+    argv = ["python", "sharing.py", "measure", "--json", "--size", str(size), "--seconds", str(seconds)]
+    with GpuProcessWatch() as watch:
+        res = learner.run(argv, timeout_s=300)
     if res.returncode != 0:
-        fail(f"python sharing.py measure --json failed (exit code {res.returncode}): {res.tail()}")
+        fail(f"python sharing.py measure --json --size {size} failed (exit code {res.returncode}): {res.tail()}")
     got = res.json()
     try:
         alone = float(got["alone"]["iters_per_s"])
@@ -487,11 +547,12 @@ def test_two_processes_time_slicing_a_gpu_each_run_slower(learner, figures):
     pids = [s.get("pid") for s in got["shared"]]
     if None not in pids and len(set(pids)) != 2:
         fail(f"both shared tenants report pid {pids[0]}: they must be two processes.")
-    figures.add("alone", alone, "iters/s", note=str(got.get("device", "")))
+    note = "as your program reported it; held to the check's own measurement below"
+    figures.add("alone (your report)", alone, "iters/s", note=f"{size}x{size} matmuls; {note}")
     for i, x in enumerate(shared):
-        figures.add(f"tenant {i} shared", x, "iters/s", note=f"{alone / x:.2f}x slower than alone")
+        figures.add(f"tenant {i} shared (your report)", x, "iters/s", note=f"{alone / x:.2f}x slower than alone")
     total = sum(shared) / alone
-    figures.add("shared total / alone", total, note="time-slicing: at most about 1")
+    figures.add("shared total / alone (your report)", total, note="time-slicing: at most about 1")
     for i, x in enumerate(shared):
         if x >= alone:
             fail(
@@ -503,3 +564,33 @@ def test_two_processes_time_slicing_a_gpu_each_run_slower(learner, figures):
             f"the two tenants together ran {total:.2f}x the single tenant's throughput; time-slicing one GPU "
             "gives at most about 1x (limit 1.1x). Are they timed over the same window?"
         )
+    # Two processes on the GPU at once, as NVML lists them (where it lists processes at all).
+    if watch.error or watch.most == 0:
+        figures.add("processes on the GPU at once", "not counted", note=watch.error or "NVML lists no process here")
+    else:
+        figures.add("processes on the GPU at once", watch.most, note="the most NVML listed during your measure")
+        if watch.most < 2:
+            fail(
+                "while measure ran, the GPU never had more than one process on it: the two tenants did not "
+                "share the GPU at the same time."
+            )
+    # The check's own measurement of the same loop: the printed figures must agree with it.
+    ref = probe(size, seconds)
+    ref_slow = sum(ref["alone"] / x for x in ref["shared"]) / len(ref["shared"])
+    figures.add("alone (check's own)", ref["alone"], "iters/s", note=f"{size}x{size} bf16 matmuls")
+    figures.add("slowdown shared (check's own)", ref_slow, "x", note="mean of two tenants")
+    ratio = alone / ref["alone"]
+    if not 1 / FIGURE_BAND <= ratio <= FIGURE_BAND:
+        fail(
+            f"your lone tenant reports {alone:.1f} iters/s of {size}x{size} matmuls, but the check measured the "
+            f"same loop at {ref['alone']:.1f} ({ratio:.2f}x): report what your processes measured (within "
+            f"{FIGURE_BAND:g}x of the check's, with 16-bit matmuls as the README says)."
+        )
+    for i, x in enumerate(shared):
+        ratio = (alone / x) / ref_slow
+        if not 1 / FIGURE_BAND <= ratio <= FIGURE_BAND:
+            fail(
+                f"tenant {i} reports being {alone / x:.2f}x slower shared, but two processes sharing this GPU "
+                f"were {ref_slow:.2f}x slower in the check's own measurement: report what your processes "
+                f"measured (within {FIGURE_BAND:g}x of the check's)."
+            )

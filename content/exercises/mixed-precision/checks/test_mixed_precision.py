@@ -1,10 +1,14 @@
 """Checks for the mixed-precision exercise.
 
 mp_bench.py runs as a child (python mp_bench.py --json with a seed and a step count chosen
-here), and drivers import it in a child: one watches every matrix multiply of a training
-step (forward and backward) through a TorchDispatchMode and reports its dtypes and whether
-TF32 was on; another feeds recommend() matrices of numbers made up here and compares its
-answers with the README's rule, which is also applied to the numbers mp_bench.py printed.
+here), and drivers import it in a child: one retrains every precision measured here from the
+same seed with the learner's make_step, timing each step and measuring the peak itself, so
+that the printed losses, step times and peaks are held to the check's own run (the loss,
+speed and memory requirements use the check's figures, never the printed ones); one watches
+every matrix multiply of a training step (forward and backward) through a TorchDispatchMode
+and reports its dtypes and whether TF32 was on; another feeds recommend() matrices of numbers
+made up here and compares its answers with the README's rule, which is also applied to the
+numbers mp_bench.py printed.
 """
 
 from __future__ import annotations
@@ -23,6 +27,15 @@ LOSS_RULE = 0.02  # the README's recommendation rule: final loss within 2% of fp
 TRACK_TOLERANCE = 0.03  # loss-tracks: every step within 3% of fp32's
 TF32_SPEEDUP = 0.8  # tf32-faster: TF32 step time at most 0.8x fp32's
 MEMORY_RATIO = 0.9  # lower-memory: fp16 and bf16 peak at most 0.9x fp32's
+# The printed losses against the check's own run of the same seed: the same code on the same
+# machine gives the same losses (to the bit on a CPU); a GPU's reductions may differ in the
+# last bits. Far below bf16's own distance from fp32 (1e-4 and more).
+LOSS_MATCH = {"cpu": 1e-6, "cuda": 1e-4}
+# On a GPU the printed median step time must be within 2x of the check's own timing (CUDA
+# events on the same GPU agree to a few percent). A CPU shared with other work times the same
+# step 10x apart from one run to the next, so there the printed step time is information.
+STEP_BAND = 2.0
+PEAK_BAND = 2.0  # printed peak memory within 2x of the check's own measurement, either way
 
 _CACHE: dict[str, object] = {}
 
@@ -63,6 +76,144 @@ def n_params(cfg: dict) -> int:
     return f * h + h + (d - 1) * (h * h + h) + h * c + c
 
 
+MEASURE_DRIVER = r"""
+import json, statistics, sys, time
+
+clock = time.perf_counter  # taken before the learner's module is imported
+import torch
+import mp_bench
+
+precisions, device = sys.argv[1].split(","), sys.argv[2]
+seed, steps, warmup = int(sys.argv[3]), int(sys.argv[4]), 3
+cuda = device == "cuda"
+
+
+def cpu_peak(step, x, y):
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step(x, y)
+    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
+                    key=lambda e: e.start_ns())
+    now = peak = 0
+    for e in events:
+        now += e.nbytes()
+        peak = max(peak, now)
+    return peak
+
+
+out = {}
+for precision in precisions:
+    cfg = mp_bench.default_config(device, seed=seed, steps=steps)
+    model = mp_bench.build_model(cfg).to(device)
+    optimizer = mp_bench.make_optimizer(model, cfg)
+    try:
+        step, scaler = mp_bench.make_step(model, optimizer, precision, device)
+    except Exception as exc:
+        out[precision] = {"error": f"make_step(..., {precision!r}, {device!r}) raised {type(exc).__name__}: {exc}"}
+        continue
+    data = mp_bench.batches(cfg, device)
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    losses, times = [], []
+    for i in range(steps):
+        x, y = next(data)
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            loss = step(x, y)
+            end.record()
+            end.synchronize()
+            ms = start.elapsed_time(end)
+        else:
+            t0 = clock()
+            loss = step(x, y)
+            ms = (clock() - t0) * 1e3
+        losses.append(float(loss))
+        if i >= warmup:
+            times.append(ms)
+    peak = torch.cuda.max_memory_allocated() if cuda else cpu_peak(step, *next(data))
+    out[precision] = {"losses": losses, "step_ms": statistics.median(times), "peak_memory_bytes": int(peak),
+                      "params": sum(p.numel() for p in model.parameters())}
+    del model, optimizer, step, scaler, data
+    if cuda:
+        torch.cuda.empty_cache()
+print(json.dumps(out))
+"""
+
+
+def own_run(learner, gpus: int) -> dict:
+    """The check's own run of every precision measured here, from the seed and step count of the
+    learner's run: {precision: {losses, step_ms, peak_memory_bytes, params}}."""
+    if "own" not in _CACHE:
+        _, _, steps, seed = bench(learner, gpus)
+        precisions = PRECISIONS if gpus else ("fp32", "bf16")
+        device = "cuda" if gpus else "cpu"
+        res = learner.drive(
+            MEASURE_DRIVER, ",".join(precisions), device, str(seed), str(steps), timeout_s=300 if gpus else 120
+        )
+        if res.returncode != 0:
+            fail(
+                f"the check's own run of {', '.join(precisions)} through your make_step (seed {seed}, {steps} steps) "
+                f"failed (exit code {res.returncode}): {res.tail()}"
+            )
+        own = res.json()
+        errors = [row["error"] for row in own.values() if "error" in row]
+        if errors:
+            fail(f"the check's own run of {', '.join(precisions)} failed: {errors[0][:300]}")
+        _CACHE["own"] = own
+    return _CACHE["own"]
+
+
+def held_to_own_run(name: str, row: dict, own: dict, device: str, seed: int, figures) -> None:
+    """The printed losses, step time and peak of one row against the check's own run."""
+    mine = own[name]
+    printed, ref = row["losses"], mine["losses"]
+    gaps = [abs(a - b) / max(abs(b), 1e-12) for a, b in zip(printed, ref, strict=True)]
+    worst = max(range(len(gaps)), key=gaps.__getitem__)
+    if gaps[worst] > LOSS_MATCH[device]:
+        fail(
+            f"the {name} row's losses are not the ones your make_step gives: the check retrained {name} from "
+            f"seed {seed} and at step {worst} got {ref[worst]:.6f}, where your report says {printed[worst]:.6f}. "
+            "Report the losses your run measured, not numbers written in."
+        )
+    printed_ms, printed_peak = row["step_ms"], row["peak_memory_bytes"]
+    figures.add(f"{name} step time (check's own timing)", mine["step_ms"], "ms", "median")
+    if device == "cpu":
+        figures.add(
+            f"{name} step time (your report)",
+            printed_ms,
+            "ms",
+            "as your program reported it: information, not checked (CPU timings vary too much between runs)",
+        )
+    else:
+        figures.add(
+            f"{name} step time (your report)", printed_ms, "ms", f"must be within {STEP_BAND:g}x of the check's"
+        )
+    ratio = printed_ms / mine["step_ms"]
+    if device != "cpu" and not 1 / STEP_BAND <= ratio <= STEP_BAND:
+        fail(
+            f"the {name} row's median step time is {printed_ms:.3g} ms, but the check timed the same steps at "
+            f"{mine['step_ms']:.3g} ms ({ratio:.2g}x): the step time in the report is not measured. "
+            f"Report the median of the steps you timed (within {STEP_BAND:g}x of the check's timing)."
+        )
+    ratio = printed_peak / max(mine["peak_memory_bytes"], 1)
+    figures.add(
+        f"{name} peak memory (your report)",
+        printed_peak / 2**20,
+        "MiB",
+        f"the check's own measurement: {mine['peak_memory_bytes'] / 2**20:.3g} MiB; must be within {PEAK_BAND:g}x",
+    )
+    if not 1 / PEAK_BAND <= ratio <= PEAK_BAND:
+        fail(
+            f"the {name} row's peak memory is {printed_peak / 2**20:.3g} MiB, but the check measured the same "
+            f"training at {mine['peak_memory_bytes'] / 2**20:.3g} MiB ({ratio:.2g}x): measure it as the README "
+            f"says (within {PEAK_BAND:g}x of the check's measurement)."
+        )
+
+
 @requirement("matrix")
 def test_matrix_has_measured_rows(learner, gpus, figures):
     res, report, steps, seed = bench(learner, gpus)
@@ -78,6 +229,7 @@ def test_matrix_has_measured_rows(learner, gpus, figures):
             f"it ran with --steps {steps} --seed {seed}."
         )
     total_ms = 0.0
+    rows_ok: list[str] = []
     for name in PRECISIONS:
         row = results[name]
         if name not in measured_here:
@@ -93,8 +245,6 @@ def test_matrix_has_measured_rows(learner, gpus, figures):
         step_ms = positive(row, "step_ms", name)
         peak = positive(row, "peak_memory_bytes", name)
         loss = positive(row, "final_loss", name)
-        figures.add(f"{name} step time", step_ms, "ms", "median")
-        figures.add(f"{name} peak memory", peak / 2**20, "MiB", str(row.get("memory_method", "")))
         figures.add(f"{name} final loss", loss)
         losses = row.get("losses")
         if not isinstance(losses, list) or len(losses) != steps:
@@ -110,12 +260,16 @@ def test_matrix_has_measured_rows(learner, gpus, figures):
                 f"({4 * n_params(cfg)} bytes in fp32): the measurement misses the step."
             )
         total_ms += step_ms * steps
+        rows_ok.append(name)
     figures.add("whole run", res.duration_s, "s")
     if total_ms / 1e3 > 1.5 * res.duration_s + 1:
         fail(
             f"the median step times add up to {total_ms / 1e3:.1f} s over {steps} steps per precision, but the whole "
             f"run took {res.duration_s:.1f} s: the step times are not real."
         )
+    own = own_run(learner, gpus)
+    for name in rows_ok:
+        held_to_own_run(name, results[name], own, "cuda" if gpus else "cpu", seed, figures)
 
 
 # --- what a step really does: matmul dtypes, TF32 flag, fp32 master state ------------------------
@@ -239,29 +393,35 @@ def test_bf16_step_runs_matmuls_in_bf16(learner, figures):
 
 @requirement("loss-tracks")
 def test_low_precision_losses_track_fp32(learner, gpus, figures):
-    _, report, steps, seed = bench(learner, gpus)
-    results = report["results"]
-    ref = (results.get("fp32") or {}).get("losses")
-    if not isinstance(ref, list) or len(ref) != steps:
-        fail(f"the fp32 row has no list of {steps} per-step losses to compare with.")
+    """On the check's own run of make_step (the printed losses are held to it by `matrix`)."""
+    own = own_run(learner, gpus)
+    _, _, steps, seed = bench(learner, gpus)
+    ref = own["fp32"]["losses"]
     for name in ("bf16", *(GPU_ONLY if gpus else ())):
-        row = results.get(name) or {}
-        losses = row.get("losses")
-        if row.get("measured") is not True or not isinstance(losses, list) or len(losses) != steps:
-            fail(f"the {name} row has no list of {steps} per-step losses (it is {str(row)[:200]}).")
+        losses = own[name]["losses"]
+        if not all(math.isfinite(v) for v in losses):
+            fail(f"in the check's own run, {name}'s losses are not all finite: {losses}.")
         gaps = [abs(a - b) / abs(b) for a, b in zip(losses, ref, strict=True)]
         # fp16's GradScaler may skip the first steps while it finds its scale, which leaves
         # that run a step or two behind: only its final loss is held to the tolerance.
         worst = steps - 1 if name == "fp16" else max(range(steps), key=gaps.__getitem__)
-        figures.add(f"{name} vs fp32, largest loss gap", gaps[worst], "", f"step {worst}; needs <= {TRACK_TOLERANCE}")
+        figures.add(
+            f"{name} vs fp32, largest loss gap",
+            gaps[worst],
+            "",
+            f"the check's own run of make_step, step {worst}; needs <= {TRACK_TOLERANCE}",
+        )
         if gaps[worst] > TRACK_TOLERANCE:
             fail(
-                f"with seed {seed}, {name}'s loss at step {worst} is {losses[worst]:.5f} against fp32's "
-                f"{ref[worst]:.5f}: {gaps[worst]:.1%} apart; it must stay within {TRACK_TOLERANCE:.0%} "
+                f"in the check's run from seed {seed}, {name}'s loss at step {worst} is {losses[worst]:.5f} "
+                f"against fp32's {ref[worst]:.5f}: {gaps[worst]:.1%} apart; it must stay within {TRACK_TOLERANCE:.0%} "
                 + ("at the last step." if name == "fp16" else "at every step.")
             )
         if name != "tf32" and max(abs(a - b) for a, b in zip(losses, ref, strict=True)) == 0:
-            fail(f"{name}'s losses equal fp32's to the last bit at every step: the {name} row did not run in {name}.")
+            fail(
+                f"with make_step(..., {name!r}, ...) the losses equal fp32's to the last bit at every step: "
+                f"the step did not run in {name}."
+            )
 
 
 # --- the recommendation -------------------------------------------------------------------------------
@@ -445,28 +605,26 @@ def test_tf32_on_and_faster(learner, gpus, figures):
             )
         if got["tf32_after"]:
             fail(f"after a {precision} step TF32 is still on: restore the setting when the step ends.")
-    _, report, _, _ = bench(learner, gpus)
-    r = report["results"]
-    ratio = positive(r["tf32"], "step_ms", "tf32") / positive(r["fp32"], "step_ms", "fp32")
-    figures.add("tf32 / fp32 step time", ratio, "", f"needs <= {TF32_SPEEDUP}")
+    r = own_run(learner, gpus)
+    ratio = r["tf32"]["step_ms"] / r["fp32"]["step_ms"]
+    figures.add("tf32 / fp32 step time", ratio, "", f"timed by the check; needs <= {TF32_SPEEDUP}")
     if ratio > TF32_SPEEDUP:
         fail(
-            f"TF32's step takes {r['tf32']['step_ms']:.2f} ms against fp32's {r['fp32']['step_ms']:.2f} ms: "
-            f"{ratio:.2f}x; on this GPU it should be at most {TF32_SPEEDUP}x."
+            f"the check timed TF32's step at {r['tf32']['step_ms']:.2f} ms against fp32's "
+            f"{r['fp32']['step_ms']:.2f} ms: {ratio:.2f}x; on this GPU it should be at most {TF32_SPEEDUP}x."
         )
 
 
 @requirement("lower-memory")
 def test_16_bit_peaks_are_lower(learner, gpus, figures):
-    _, report, _, _ = bench(learner, gpus)
-    r = report["results"]
-    base = positive(r["fp32"], "peak_memory_bytes", "fp32")
+    r = own_run(learner, gpus)
+    base = r["fp32"]["peak_memory_bytes"]
     for name in ("fp16", "bf16"):
-        ratio = positive(r[name], "peak_memory_bytes", name) / base
-        figures.add(f"{name} / fp32 peak memory", ratio, "", f"needs <= {MEMORY_RATIO}")
+        ratio = r[name]["peak_memory_bytes"] / base
+        figures.add(f"{name} / fp32 peak memory", ratio, "", f"measured by the check; needs <= {MEMORY_RATIO}")
         if ratio > MEMORY_RATIO:
             fail(
-                f"{name}'s peak memory is {r[name]['peak_memory_bytes'] / 2**20:.0f} MiB against fp32's "
+                f"the check measured {name}'s peak at {r[name]['peak_memory_bytes'] / 2**20:.0f} MiB against fp32's "
                 f"{base / 2**20:.0f} MiB: {ratio:.2f}x; 16-bit activations should bring it to at most {MEMORY_RATIO}x. "
-                "Measure each precision from a fresh model with the peak statistics reset."
+                "Let autocast keep the activations in 16 bits: do not cast them back to fp32 or keep fp32 copies."
             )

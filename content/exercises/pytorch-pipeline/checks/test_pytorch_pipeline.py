@@ -2,7 +2,9 @@
 
 Every check runs the learner's pipeline.py / train.py in a child process (learner.drive or
 learner.run) on sizes, seeds and steps chosen here, and compares with references computed
-here: the schedule's formula, a full-batch gradient, an uninterrupted run's losses.
+here: the schedule's formula, a full-batch gradient, an uninterrupted run's losses. The resumed
+run goes through train_hook.py, which records its torch.load calls and optimizer steps: a
+replay from step 0 that prints only the later steps has the right losses but not those.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from pathlib import Path
 
 from gpudojo.worker.checkkit import fail, requirement
 
@@ -277,9 +280,19 @@ def test_learning_rate_follows_warmup_then_cosine(learner, figures):
 DETERMINISTIC_CPU = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MKL_CBWR": "COMPATIBLE"}
 
 
-def run_train(learner, cfg_path, *extra, timeout_s=60):
-    argv = ["python", "train.py", "--config", str(cfg_path), *map(str, extra)]
-    res = learner.run(argv, timeout_s=timeout_s, env=DETERMINISTIC_CPU)
+HOOK = Path(__file__).resolve().parent / "train_hook.py"
+
+
+def run_train(learner, cfg_path, *extra, timeout_s=60, record: Path | None = None):
+    """train.py's metrics lines; with `record`, train.py runs under train_hook.py, which writes
+    there every torch.load and every optimizer step the run made."""
+    if record is None:
+        argv, env = ["python", "train.py"], DETERMINISTIC_CPU
+    else:
+        argv = ["python", str(HOOK), str(learner.require("train.py"))]
+        env = {**DETERMINISTIC_CPU, "GPUDOJO_TRAIN_RECORD": str(record)}
+    argv += ["--config", str(cfg_path), *map(str, extra)]
+    res = learner.run(argv, timeout_s=timeout_s, env=env)
     if res.returncode != 0:
         fail(
             f"python train.py --config cfg.json {' '.join(map(str, extra))} exited with {res.returncode}: {res.tail()}"
@@ -329,8 +342,9 @@ def test_train_prints_one_json_metrics_line_per_step(learner, figures, tmp_path)
                 fail(f"step {i}: {key} is {v!r}; expected a finite number.")
         if rec["samples_per_s"] <= 0 or rec["lr"] <= 0:
             fail(f"step {i}: lr {rec['lr']} and samples_per_s {rec['samples_per_s']} must be positive.")
-    figures.add("last loss", records[-1]["loss"])
-    figures.add("samples/s (last step)", records[-1]["samples_per_s"])
+    info = "as train.py printed it: shown for information, not counted"
+    figures.add("last loss", records[-1]["loss"], note=info)
+    figures.add("samples/s (last step)", records[-1]["samples_per_s"], note=info)
 
 
 @requirement("checkpoint-resume")
@@ -355,7 +369,8 @@ def test_resumed_run_reproduces_uninterrupted_losses(learner, figures, tmp_path,
     if [r.get("step") for r in straight] != list(range(total)):
         fail(f"the uninterrupted run printed steps {[r.get('step') for r in straight]}; expected 0 to {total - 1}.")
     run_train(learner, path, "--steps", stop, "--ckpt-dir", tmp_path / "resumed")
-    resumed = run_train(learner, path, "--steps", total, "--ckpt-dir", tmp_path / "resumed", "--resume")
+    record = tmp_path / "resumed-run.jsonl"
+    resumed = run_train(learner, path, "--steps", total, "--ckpt-dir", tmp_path / "resumed", "--resume", record=record)
     if not resumed:
         fail("the resumed run printed no metrics lines.")
     first = resumed[0].get("step")
@@ -368,6 +383,25 @@ def test_resumed_run_reproduces_uninterrupted_losses(learner, figures, tmp_path,
         )
     if [r.get("step") for r in resumed] != list(range(first, total)):
         fail(f"the resumed run printed steps {[r.get('step') for r in resumed]}; expected {first} to {total - 1}.")
+    # Proof of a real resume: losses that match an uninterrupted run come as well from a run
+    # that trains again from step 0 with the same seed and prints only the later steps.
+    events = [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
+    loads = [e for e in events if e["event"] == "load"]
+    made = sum(e["event"] == "step" for e in events)
+    figures.add("torch.load calls in the resumed run", len(loads))
+    figures.add("optimizer steps in the resumed run", made, note=f"{total - first} left after step {first}")
+    if not loads:
+        fail(
+            f"the resumed run printed losses from step {first} on but never called torch.load: it did not read "
+            "the checkpoint. Load the model, optimizer, scheduler, scaler and RNG state from it and continue; "
+            "training again from step 0 and printing only the later steps is not a resume."
+        )
+    if made != total - first:
+        fail(
+            f"the resumed run made {made} optimizer steps; continuing from step {first} to {total} leaves "
+            f"{total - first}. A resumed run trains only the steps the checkpoint does not hold, instead of "
+            "training the first steps again."
+        )
     # bf16 autocast rounds to 8 bits of mantissa: one value rounded the other way moves the loss by
     # ~1e-5, while a state not restored (moments, schedule, data position) moves it by 1e-3 or more.
     tol = 1e-4

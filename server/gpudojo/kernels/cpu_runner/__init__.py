@@ -8,6 +8,7 @@ Used by the kernel-run child process only; the server imports nothing from here 
 # module free of heavy imports).
 MODE_NOTE = (
     "CPU emulation: results are exact, times are not a GPU's. Each block's threads run as fibers on one "
-    "CPU core, so barriers and warp shuffles (warps of 32 by thread id) behave as on a GPU; caches, "
-    "coalescing, occupancy and races between blocks are not shown."
+    "CPU core, so barriers and warp shuffles (warps of 32 by thread id) behave as on a GPU; the memory-access "
+    "report counts sectors and bank conflicts per warp instruction, but caches, occupancy and races between "
+    "blocks are not shown."
 )

@@ -39,6 +39,10 @@ CXX_FLAGS = [
     "-fno-crossjumping",
     "-w",
 ]
+# The memory-access report: every load, store and atomic of the learner's object calls the
+# __tsan_* entry points that memory_access.h defines (libtsan itself is never linked).
+GCC_INSTRUMENT_FLAGS = ["-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0"]
+CLANG_INSTRUMENT_FLAGS = ["-fsanitize=thread", "-mllvm", "-tsan-instrument-func-entry-exit=0"]
 COMPILE_MEMORY_BYTES = 2 * 1024**3
 CACHE_KEEP = 64
 
@@ -102,7 +106,7 @@ def _digest(*parts: str | bytes) -> str:
 
 
 def _runtime_key(version: str) -> str:
-    files = [*sorted(INCLUDE.iterdir()), LAUNCHER]
+    files = [*sorted(INCLUDE.iterdir()), LAUNCHER, HERE / "memory_access.h"]
     return _digest(version, *CXX_FLAGS, *(f.read_bytes() for f in files))
 
 
@@ -129,8 +133,9 @@ def _runtime_object(cxx: str, version: str, cache: Path, timeout_s: float) -> Pa
 def _prune(cache: Path) -> None:
     binaries = sorted(cache.glob("*/*.bin"), key=lambda p: p.stat().st_mtime, reverse=True)
     for old in binaries[CACHE_KEEP:]:
-        with contextlib.suppress(OSError):
-            old.unlink()
+        for path in (old, old.with_suffix(".shared")):  # the sidecar execute.shared_boxes writes
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 def first_error(log: str) -> tuple[int | None, str]:
@@ -150,8 +155,12 @@ def build(
     arch: str,
     cache_dir: Path,
     timeout_s: float,
+    instrument: bool = False,
 ) -> Built:
-    """The kernel's emulator binary: from the cache, or compiled (g++ with our header) and cached."""
+    """The kernel's emulator binary: from the cache, or compiled (g++ with our header) and cached.
+
+    instrument: every load, store and atomic calls the launcher (the memory-access report and the
+    shared-memory checks); its binary is cached apart from the plain one."""
     cxx = find_compiler()
     if not cxx:
         raise BuildError(
@@ -161,6 +170,8 @@ def build(
     cache = cache_dir / "cpu"
     arch_number = arch.removeprefix("sm_").rstrip("af") + "0"
     flags = [f"-D__CUDA_ARCH__={arch_number}"] + [f"-D{k}={v}" for k, v in sorted(defines.items())]
+    if instrument:
+        flags += CLANG_INSTRUMENT_FLAGS if "clang" in version.lower() else GCC_INSTRUMENT_FLAGS
     key = _digest(_runtime_key(version), source, kernel, *flags)
     binary = cache / key[:2] / f"{key}.bin"
     if binary.exists():
@@ -172,14 +183,24 @@ def build(
     binary.parent.mkdir(parents=True, exist_ok=True)
     entry = binary.with_suffix(f".{os.getpid()}.cpp")
     tmp = binary.with_suffix(f".{os.getpid()}.tmp")
-    entry.write_text(entry_source(source, kernel), encoding="utf-8")
+    obj = binary.with_suffix(f".{os.getpid()}.o")
+    entry.write_text(entry_source(source, kernel, box_shared=instrument), encoding="utf-8")
     argv = [cxx, *CXX_FLAGS, *flags, f"-I{INCLUDE}", "-include", "gpudojo_cuda.h", "-fmax-errors=10"]
-    argv += ["-fdiagnostics-color=never", str(entry), str(runtime), "-no-pie", "-o", str(tmp)]
+    argv += ["-fdiagnostics-color=never", str(entry)]
+    if instrument:
+        # Two steps: a -fsanitize=thread link would pull in libtsan, whose entry points we replace.
+        argv += ["-c", "-o", str(obj)]
+    else:
+        argv += [str(runtime), "-no-pie", "-o", str(tmp)]
     try:
         done = _compile(argv, max(timeout_s - (time.perf_counter() - t0), 1.0))
+        if done.returncode == 0 and instrument:
+            link = [cxx, str(obj), str(runtime), "-no-pie", "-o", str(tmp)]
+            done = _compile(link, max(timeout_s - (time.perf_counter() - t0), 1.0))
     finally:
-        with contextlib.suppress(OSError):
-            entry.unlink()
+        for scratch in (entry, obj):
+            with contextlib.suppress(OSError):
+                scratch.unlink()
     if done.returncode != 0:
         with contextlib.suppress(OSError):
             tmp.unlink()

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..models import ArrayArg, RunRequest
+from .access_report import summarize
 from .build import BuildError, build
-from .source import SOURCE_NAME, check_kernel_name, refusal
+from .source import SHARED_BOX_PREFIX, SOURCE_NAME, check_kernel_name, refusal
 
 TIMING_METHOD = "wall clock of one emulated launch on the CPU (not GPU time)"
 MAX_KERNEL_STDOUT = 64 * 1024
@@ -117,6 +118,37 @@ def describe(report: dict[str, Any], binary: Path) -> dict[str, Any]:
     }
 
 
+_BOX_SYMBOL = re.compile(rf"^([0-9a-fA-F]+) ([0-9a-fA-F]+) [a-zA-Z] \S*?(\d*){SHARED_BOX_PREFIX}(\w+)$")
+
+
+def shared_boxes(binary: Path) -> list[tuple[str, int, int]]:
+    """(array name, box address, box bytes) of every boxed static __shared__ array in the binary,
+    from its symbol table; cached beside the binary."""
+    sidecar = binary.with_suffix(".shared")
+    if sidecar.exists():
+        text = sidecar.read_text(encoding="utf-8")
+    else:
+        try:
+            text = subprocess.run(
+                ["nm", "-S", "--defined-only", str(binary)], capture_output=True, text=True, timeout=20
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return []
+        text = "\n".join(row for row in text.splitlines() if SHARED_BOX_PREFIX in row)
+        with contextlib.suppress(OSError):
+            sidecar.write_text(text, encoding="utf-8")
+    boxes = []
+    for row in text.splitlines():
+        m = _BOX_SYMBOL.match(row.strip())
+        if not m:
+            continue
+        name = m.group(4)
+        if m.group(3):  # a mangled local: <length>gpudojo_shared_<name>, maybe a _N discriminator after
+            name = (SHARED_BOX_PREFIX + name)[: int(m.group(3))].removeprefix(SHARED_BOX_PREFIX)
+        boxes.append((name, int(m.group(1), 16), int(m.group(2), 16)))
+    return boxes
+
+
 def _memory_limit(req: RunRequest, inputs: dict[str, Any]) -> int:
     """Address space for the launcher (bytes): arrays, guards, one stack per thread, headroom."""
     arrays = sum(v.nbytes for v in inputs.values() if getattr(v, "ndim", 0))
@@ -135,7 +167,8 @@ def run_emulated(
 ) -> tuple[dict[str, Any], dict[str, Any], str, dict[str, Any]]:
     """Build (or take from the cache) and run one launch of ``req.kernel`` on the CPU.
 
-    Returns (outputs by name, timing, what the kernel printed, emulator facts). Raises
+    Returns (outputs by name, timing, what the kernel printed, emulator facts; the facts hold the
+    memory-access report under "memory" when the request asked for it). Raises
     EmulatorError with a RunError dict when the kernel cannot be built or fails."""
     import numpy as np
 
@@ -146,7 +179,17 @@ def run_emulated(
         raise EmulatorError({"kind": "bad_spec", "message": f"{req.kernel!r} is not a kernel name."})
     arch = req.arch or "sm_80"
     try:
-        built = build(req.source, req.kernel, req.options.defines, arch, cache_dir, compile_timeout_s)
+        try:
+            built = build(
+                req.source, req.kernel, req.options.defines, arch, cache_dir, compile_timeout_s, req.memory_report
+            )
+        except BuildError as err:
+            if not req.memory_report or err.kind != "compile_error":
+                raise
+            # Our rewrite of the static __shared__ arrays must never cost a learner a run: the
+            # plain build's error, if any, is the learner's own.
+            built = build(req.source, req.kernel, req.options.defines, arch, cache_dir, compile_timeout_s)
+            req = req.model_copy(update={"memory_report": False})
     except BuildError as err:
         kind = {"timeout": "timeout", "bad_spec": "bad_spec"}.get(err.kind, "compile_error")
         raise EmulatorError({"kind": kind, "message": err.message, "line": err.line}) from None
@@ -162,7 +205,10 @@ def run_emulated(
             f"time_limit {remaining:.3f}",
             f"memory_limit {_memory_limit(req, inputs)}",
             f"stack {STACK_BYTES}",
+            f"record {int(req.memory_report)}",
         ]
+        if req.memory_report:
+            launch += [f"shared_array {name} {box:x} {size}" for name, box, size in shared_boxes(built.binary)]
         pads: dict[str, int] = {}
         for index, arg in enumerate(req.args):
             value = inputs[arg.name]
@@ -226,5 +272,14 @@ def run_emulated(
         "max_ms": elapsed,
         "method": TIMING_METHOD,
     }
-    facts = {"compiler": built.compiler, "cached": built.cached, "compile_ms": compile_ms, "run_ms": elapsed}
+    facts: dict[str, Any] = {
+        "compiler": built.compiler,
+        "cached": built.cached,
+        "compile_ms": compile_ms,
+        "run_ms": elapsed,
+    }
+    if "memory" in report:
+        sites = report["memory"].get("sites", [])
+        lines = _Lines(built.binary).lookup(sorted({int(site["pc"], 16) - 1 for site in sites}))
+        facts["memory"] = summarize(report["memory"], lines)
     return got, timing, stdout, facts

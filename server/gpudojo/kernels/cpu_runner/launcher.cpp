@@ -190,6 +190,12 @@ void wait_here(int state) {
 
 int lane_of(int i) { return i % 32; }
 
+}  // namespace
+
+#include "memory_access.h"
+
+namespace {
+
 // A warp collective completes once every live lane its mask names has arrived at one.
 void try_complete_warp(int i) {
     const Fiber& f = fibers[i];
@@ -259,6 +265,7 @@ void try_complete_warp(int i) {
         g.result = r;
         g.state = RUNNABLE;
     }
+    gpudojo_memory::on_warp_sync(i / 32);
 }
 
 [[noreturn]] void report_deadlock() {
@@ -301,6 +308,7 @@ void try_complete_warp(int i) {
 }
 
 void release_barrier() {
+    gpudojo_memory::on_barrier();
     int count = 0, all = 1, any = 0;
     for (int i = 0; i < nthreads; ++i) {
         int p = fibers[i].param != 0;
@@ -396,6 +404,15 @@ void read_launch(const char* path, dim3& grid, dim3& block, double& time_limit) 
             if (fscanf(in, "%llu", &bytes) != 1) break;
             struct rlimit rl = {bytes, bytes};
             setrlimit(RLIMIT_AS, &rl);
+        } else if (!strcmp(key, "record")) {
+            int on;
+            if (fscanf(in, "%d", &on) != 1) break;
+            gpudojo_memory::record = on != 0;
+        } else if (!strcmp(key, "shared_array")) {
+            char name[256];
+            unsigned long long box, size;
+            if (fscanf(in, "%255s %llx %llu", name, &box, &size) != 3) break;
+            gpudojo_memory::add_shared_array(name, (uintptr_t)box, (size_t)size);
         } else if (!strcmp(key, "stack")) {
             if (fscanf(in, "%zu", &stack_size) != 1) break;
         } else if (!strcmp(key, "array")) {
@@ -524,6 +541,7 @@ int main(int argc, char** argv) {
     }
     blockDim = block;
     gridDim = grid;
+    gpudojo_memory::prepare(nthreads, shared_bytes, (unsigned long long)grid.x * grid.y * grid.z);
 
     itimerval timer{};
     timer.it_value.tv_sec = (time_t)time_limit;
@@ -534,13 +552,18 @@ int main(int argc, char** argv) {
         for (unsigned y = 0; y < grid.y; ++y)
             for (unsigned x = 0; x < grid.x; ++x) {
                 blockIdx = uint3{x, y, z};
+                gpudojo_memory::begin_block(((unsigned long long)z * grid.y + y) * grid.x + x);
                 run_block();
+                gpudojo_memory::end_block();
             }
     double elapsed = now_ms() - t0;
     fflush(stdout);
     char buf[256];
-    int n = snprintf(buf, sizeof buf, "{\"ok\":true,\"elapsed_ms\":%.6f,\"blocks\":%llu,\"threads_per_block\":%d}\n",
-                     elapsed, (unsigned long long)grid.x * grid.y * grid.z, nthreads);
-    if (write(result_fd, buf, n) != n) return 4;
+    snprintf(buf, sizeof buf, "{\"ok\":true,\"elapsed_ms\":%.6f,\"blocks\":%llu,\"threads_per_block\":%d", elapsed,
+             (unsigned long long)grid.x * grid.y * grid.z, nthreads);
+    std::string line = buf;
+    if (gpudojo_memory::instrumented && gpudojo_memory::record) line += "," + gpudojo_memory::report_json();
+    line += "}\n";
+    if (write(result_fd, line.data(), line.size()) != (ssize_t)line.size()) return 4;
     return 0;
 }

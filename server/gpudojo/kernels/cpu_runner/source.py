@@ -36,6 +36,14 @@ UNSUPPORTED: list[tuple[str, re.Pattern[str]]] = [
 _EXTERN_SHARED = re.compile(
     r"\bextern\s+__shared__\s+([^;{}()\[\]]*(?:\([^;{}()]*\)[^;{}()\[\]]*)*?)\s*\b([A-Za-z_]\w*)\s*\[\s*\]\s*;"
 )
+# `[static] [volatile] __shared__ TYPE name[d1][d2]...;` with one declarator (a list, or a scalar,
+# is left as it is: it runs, only without red zones).
+_STATIC_SHARED = re.compile(
+    r"(?<![\w])((?:(?:static|volatile|const)\s+)*)__shared__\s+([^;{}=\[\],]*?)\s*\b([A-Za-z_]\w*)\s*"
+    r"((?:\[[^\[\];{}]+\]\s*)+);"
+)
+SHARED_BOX_PREFIX = "gpudojo_shared_"
+RED_ZONE = 128  # bytes each side of a boxed array; memory_access.h reads the same layout
 _ALIGN = re.compile(r"\b(?:__align__|alignas)\s*\(\s*\d+\s*\)")
 _KERNEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_:]*(?:<[A-Za-z0-9_:, *&<>()+\-]*>)?$")
 
@@ -110,15 +118,39 @@ def rewrite_extern_shared(source: str) -> str:
     return _EXTERN_SHARED.sub(_pointer_for, source)
 
 
+def _box_for(m: re.Match[str]) -> str:
+    qualifiers = " ".join(q for q in m.group(1).split() if q != "static")
+    type_text, name, dims = " ".join(m.group(2).split()), m.group(3), " ".join(m.group(4).split())
+    box = SHARED_BOX_PREFIX + name
+    # The box: sizeof(element) and sizeof(array) first (the launcher reads them), the array on a
+    # 128-byte boundary (bank 0, as on a GPU) between two red zones; `name` is a reference to it,
+    # so sizeof, indexing and decay behave as the array's own.
+    text = (
+        f"static struct __attribute__((aligned({RED_ZONE}))) {{ unsigned long long gpudojo_sizes[2]; "
+        f"unsigned char gpudojo_lo[{RED_ZONE - 16}]; {qualifiers} {type_text} v{dims}; "
+        f"unsigned char gpudojo_hi[{RED_ZONE}]; }} {box} = {{{{sizeof(std::remove_all_extents_t<decltype({box}.v)>), "
+        f"sizeof({box}.v)}}}}; auto& {name} = {box}.v;"
+    )
+    return text + "\n" * m.group(0).count("\n")
+
+
+def box_static_shared(source: str) -> str:
+    """Each static ``__shared__`` array boxed between red zones (out-of-bounds checks), on the same lines."""
+    return _STATIC_SHARED.sub(_box_for, source)
+
+
 def check_kernel_name(kernel: str) -> bool:
     return bool(_KERNEL_NAME.match(kernel))
 
 
-def entry_source(source: str, kernel: str) -> str:
+def entry_source(source: str, kernel: str, box_shared: bool = False) -> str:
     """The translation unit g++ compiles: the learner's source, then the generated binding."""
+    code = rewrite_extern_shared(source)
+    if box_shared:
+        code = box_static_shared(code)
     return (
         f'#line 1 "{SOURCE_NAME}"\n'
-        + rewrite_extern_shared(source)
+        + code
         + '\n#line 1 "gpudojo_entry"\n'
         + 'extern "C" void gpudojo_bind(const gpudojo::Arg* args, int n) {\n'
         + f"    gpudojo::bind(&{kernel}, args, n);\n"

@@ -1,11 +1,12 @@
 /**
- * Fetches the timeline window of the latest viewport: a query waits a short
+ * Fetches the window of the latest viewport, for every windowed timeline (memory
+ * captures, profile traces): a query waits a short
  * debounce (one wheel spin asks once, not per notch), a newer query aborts the
  * one in flight, and an answer that arrives after a newer query was made is
  * dropped, so what is drawn always matches the latest viewport asked for.
  */
 
-import type { TimeRange } from '../memory/viewport';
+import type { TimeRange } from './viewport';
 
 /** Wait after the last viewport change before asking (ms). */
 export const WINDOW_DEBOUNCE_MS = 60;
