@@ -19,8 +19,8 @@ def _jupyter_server_extension_points() -> list[dict[str, Any]]:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext gpudojo``: the ``%%cuda`` and ``%%needs_gpu`` cell magics."""
-    from .course.gpu_cells import load_ipython_extension as load_gpu_cells
     from .kernels.notebook import load_ipython_extension as load
+    from .labkit.gpu_cells import load_ipython_extension as load_gpu_cells
 
     load(ipython)
     load_gpu_cells(ipython)

@@ -8,8 +8,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from gpudojo.course.gpu_cells import GpuCount, machine_note, needs_gpu, skip_note
 from gpudojo.course.notebooks import SETUP_TAG, copy_lesson_as_notebook
+from gpudojo.labkit.gpu_cells import GpuCount, machine_note, needs_gpu, skip_note
 from gpudojo.paths import material_root
 
 LESSON_1 = material_root("content") / "lessons" / "01-gpu-intro.md"

@@ -6,8 +6,8 @@ import platform
 from pathlib import Path
 
 from ..errors import Forbidden
+from ..labkit.gpu_cells import magic_line
 from .catalog import GPU_TAG
-from .gpu_cells import magic_line
 from .links import notebook_cells_without_product_links
 from .models import NotebookCopy
 

@@ -17,11 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import shortcuts
+from shortcuts import (
+    assert_says,
+    solution_copy,
+)
 
 from conftest import nvml_driver_present
-from gpudojo.course.catalog import CourseCatalog
 from gpudojo.course.exercises import ExerciseService
-from gpudojo.course.progress import ProgressStore
 from gpudojo.paths import material_root
 
 CONTENT = material_root("content")
@@ -39,14 +42,7 @@ needs_gpu = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("cuda-kernel-cheats")
-    store = ProgressStore(tmp / "gpudojo.sqlite3")
-    svc = ExerciseService(CourseCatalog(CONTENT, material_root("labs")), store, tmp / "root", tmp / "checks")
-    yield svc
-    svc.close()
-    store.close()
+service = shortcuts.service  # the exercise service fixture these tests check through
 
 
 @dataclass(frozen=True)
@@ -60,18 +56,7 @@ class Shortcut:
 
 def learner_copy(tmp_path: Path, shortcut: Shortcut) -> Path:
     """Our solution with the shortcut's edits, each asserted to have happened."""
-    folder = tmp_path / "learner"
-    shutil.copytree(SOLUTION, folder)
-    path = folder / shortcut.file
-    text = path.read_text(encoding="utf-8")
-    for old, new in shortcut.edits:
-        assert text.count(old) == 1, f"{shortcut.file} of our solution no longer holds {old!r}"
-        text = text.replace(old, new)
-    path.write_text(text, encoding="utf-8")
-    for name, planted in shortcut.plant:
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(planted, encoding="utf-8")
-    return folder
+    return solution_copy(tmp_path, "cuda-kernel", shortcut.file, shortcut.edits, shortcut.plant)
 
 
 def check(service: ExerciseService, folder: Path, gpus: int = 0):
@@ -89,9 +74,7 @@ def assert_caught(attempt, shortcut: Shortcut, applicable: tuple[str, ...]) -> N
     for other in applicable:
         if other != shortcut.fails:
             assert outcomes[other] == "passed", report
-    message = next(r.message for r in attempt.results if r.id == shortcut.fails)
-    for phrase in shortcut.says:
-        assert phrase.lower() in message.lower(), f"{shortcut.fails}: {message!r} does not say {phrase!r}"
+    assert_says(attempt, shortcut.fails, shortcut.says)
 
 
 NUMBA_KERNEL = """\
@@ -346,6 +329,4 @@ def test_a_gpu_shortcut_is_caught_by_its_requirement(service, tmp_path, name):
     outcomes = {r.id: r.outcome for r in attempt.results}
     assert not attempt.completed, report
     assert outcomes[shortcut.fails] == "failed", report
-    message = next(r.message for r in attempt.results if r.id == shortcut.fails)
-    for phrase in shortcut.says:
-        assert phrase.lower() in message.lower(), f"{shortcut.fails}: {message!r} does not say {phrase!r}"
+    assert_says(attempt, shortcut.fails, shortcut.says)

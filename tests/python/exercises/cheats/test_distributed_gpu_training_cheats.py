@@ -13,15 +13,17 @@ pass (the shortcut is caught by the check meant for it, not by accident).
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import shortcuts
+from shortcuts import (
+    assert_says,
+    check,
+    solution_copy,
+)
 
-from gpudojo.course.catalog import CourseCatalog
-from gpudojo.course.exercises import ExerciseService
-from gpudojo.course.progress import ProgressStore
 from gpudojo.paths import material_root
 
 EXERCISE = "distributed-gpu-training"
@@ -39,14 +41,7 @@ CPU_REQUIREMENTS = (
 pytestmark = pytest.mark.timeout(900)
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ddp-cheats")
-    store = ProgressStore(tmp / "gpudojo.sqlite3")
-    svc = ExerciseService(CourseCatalog(CONTENT, material_root("labs")), store, tmp / "root", tmp / "checks")
-    yield svc
-    svc.close()
-    store.close()
+service = shortcuts.service  # the exercise service fixture these tests check through
 
 
 @dataclass(frozen=True)
@@ -59,15 +54,7 @@ class Shortcut:
 
 def learner_copy(tmp_path: Path, shortcut: Shortcut) -> Path:
     """Our solution with the shortcut's edits, each asserted to have happened."""
-    folder = tmp_path / "learner"
-    shutil.copytree(SOLUTION, folder)
-    path = folder / shortcut.file
-    text = path.read_text(encoding="utf-8")
-    for old, new in shortcut.edits:
-        assert text.count(old) == 1, f"{shortcut.file} of our solution no longer holds {old!r}"
-        text = text.replace(old, new)
-    path.write_text(text, encoding="utf-8")
-    return folder
+    return solution_copy(tmp_path, EXERCISE, shortcut.file, shortcut.edits)
 
 
 LOAD = "        state = torch.load(ckpt, map_location=device, weights_only=True)\n"
@@ -146,16 +133,8 @@ SHORTCUTS = {
 @pytest.mark.parametrize("name", sorted(SHORTCUTS))
 def test_shortcut_does_not_complete_the_exercise(service, tmp_path, name):
     shortcut = SHORTCUTS[name]
-    folder = learner_copy(tmp_path, shortcut)
-    service.check("cheater", EXERCISE, 0, folder=folder)
-    attempt = service.wait("cheater", EXERCISE, timeout_s=900)
-    assert attempt.status == "done", attempt.error
-    report = "\n".join(f"{r.id}: {r.outcome}: {r.message}" for r in attempt.results)
-    outcomes = {r.id: r.outcome for r in attempt.results}
-    assert not attempt.completed, report
+    attempt, outcomes, report = check(service, EXERCISE, learner_copy(tmp_path, shortcut), timeout_s=900)
     for req in CPU_REQUIREMENTS:
         assert outcomes[req] == ("failed" if req in shortcut.fails else "passed"), report
     for req in shortcut.fails:
-        message = next(r.message for r in attempt.results if r.id == req)
-        for phrase in shortcut.says:
-            assert phrase.lower() in message.lower(), f"{req}: {message!r} does not say {phrase!r}"
+        assert_says(attempt, req, shortcut.says)

@@ -14,15 +14,17 @@ must fail, saying why in the learner's terms.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import shortcuts
+from shortcuts import (
+    assert_says,
+    check,
+    solution_copy,
+)
 
-from gpudojo.course.catalog import CourseCatalog
-from gpudojo.course.exercises import ExerciseService
-from gpudojo.course.progress import ProgressStore
 from gpudojo.paths import material_root
 
 EXERCISE = "gpu-performance-optimization"
@@ -32,14 +34,7 @@ SOLUTION = CONTENT / "exercises" / EXERCISE / "solution"
 pytestmark = pytest.mark.timeout(600)
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("perf-cheats")
-    store = ProgressStore(tmp / "gpudojo.sqlite3")
-    svc = ExerciseService(CourseCatalog(CONTENT, material_root("labs")), store, tmp / "root", tmp / "checks")
-    yield svc
-    svc.close()
-    store.close()
+service = shortcuts.service  # the exercise service fixture these tests check through
 
 
 @dataclass(frozen=True)
@@ -51,15 +46,7 @@ class Shortcut:
 
 def learner_copy(tmp_path: Path, shortcut: Shortcut) -> Path:
     """Our solution with the shortcut's edits, each asserted to have happened."""
-    folder = tmp_path / "learner"
-    shutil.copytree(SOLUTION, folder)
-    path = folder / "train.py"
-    text = path.read_text(encoding="utf-8")
-    for old, new in shortcut.edits:
-        assert text.count(old) == 1, f"train.py of our solution no longer holds {old!r}"
-        text = text.replace(old, new)
-    path.write_text(text, encoding="utf-8")
-    return folder
+    return solution_copy(tmp_path, EXERCISE, "train.py", shortcut.edits)
 
 
 IMPORTS = "import time\n\nimport torch\n"
@@ -116,14 +103,6 @@ SHORTCUTS = {
 @pytest.mark.parametrize("name", sorted(SHORTCUTS))
 def test_shortcut_does_not_complete_the_exercise(service, tmp_path, name):
     shortcut = SHORTCUTS[name]
-    folder = learner_copy(tmp_path, shortcut)
-    service.check("cheater", EXERCISE, 0, folder=folder)
-    attempt = service.wait("cheater", EXERCISE, timeout_s=600)
-    assert attempt.status == "done", attempt.error
-    report = "\n".join(f"{r.id}: {r.outcome}: {r.message}" for r in attempt.results)
-    outcomes = {r.id: r.outcome for r in attempt.results}
-    assert not attempt.completed, report
+    attempt, outcomes, report = check(service, EXERCISE, learner_copy(tmp_path, shortcut), timeout_s=600)
     assert outcomes[shortcut.fails] == "failed", report
-    message = next(r.message for r in attempt.results if r.id == shortcut.fails)
-    for phrase in shortcut.says:
-        assert phrase.lower() in message.lower(), f"{shortcut.fails}: {message!r} does not say {phrase!r}"
+    assert_says(attempt, shortcut.fails, shortcut.says)

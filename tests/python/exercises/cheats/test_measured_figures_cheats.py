@@ -15,16 +15,19 @@ information and counts for nothing.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import shortcuts
+from shortcuts import (
+    assert_says,
+    check,
+    solution_copy,
+)
 
 from conftest import nvml_driver_present
-from gpudojo.course.catalog import CourseCatalog
 from gpudojo.course.exercises import ExerciseService
-from gpudojo.course.progress import ProgressStore
 from gpudojo.paths import material_root
 
 CONTENT = material_root("content")
@@ -33,14 +36,7 @@ pytestmark = pytest.mark.timeout(900)
 needs_gpu = pytest.mark.skipif(not nvml_driver_present(), reason="needs an NVIDIA GPU (runs on the GPU machine)")
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("figure-cheats")
-    store = ProgressStore(tmp / "gpudojo.sqlite3")
-    svc = ExerciseService(CourseCatalog(CONTENT, material_root("labs")), store, tmp / "root", tmp / "checks")
-    yield svc
-    svc.close()
-    store.close()
+service = shortcuts.service  # the exercise service fixture these tests check through
 
 
 @dataclass(frozen=True)
@@ -56,15 +52,7 @@ class Shortcut:
 
 def learner_copy(tmp_path: Path, shortcut: Shortcut) -> Path:
     """Our solution with the shortcut's edits, each asserted to have happened."""
-    folder = tmp_path / "learner"
-    shutil.copytree(CONTENT / "exercises" / shortcut.exercise / "solution", folder)
-    path = folder / shortcut.file
-    text = path.read_text(encoding="utf-8")
-    for old, new in shortcut.edits:
-        assert text.count(old) == 1, f"{shortcut.exercise}/{shortcut.file} of our solution no longer holds {old!r}"
-        text = text.replace(old, new)
-    path.write_text(text, encoding="utf-8")
-    return folder
+    return solution_copy(tmp_path, shortcut.exercise, shortcut.file, shortcut.edits)
 
 
 # --- mixed-precision: the matrix's losses, step times and peaks ------------------------------------
@@ -283,21 +271,16 @@ TIMED = {"inference-optimization": {"batching", "int8-quantised"}}
 
 
 def check_and_assert_caught(service: ExerciseService, tmp_path: Path, shortcut: Shortcut, gpus: int) -> None:
-    service.check("cheater", shortcut.exercise, gpus, folder=learner_copy(tmp_path, shortcut))
-    attempt = service.wait("cheater", shortcut.exercise, timeout_s=900)
-    assert attempt.status == "done", attempt.error
-    report = "\n".join(f"{r.id}: {r.outcome}: {r.message}" for r in attempt.results)
-    outcomes = {r.id: r.outcome for r in attempt.results}
-    assert not attempt.completed, report
+    attempt, outcomes, report = check(
+        service, shortcut.exercise, learner_copy(tmp_path, shortcut), gpus=gpus, timeout_s=900
+    )
     assert outcomes[shortcut.fails] == "failed", report
     gpu_only = {q.id for q in service.meta(shortcut.exercise).requirements if q.gpu}
     for rid, outcome in outcomes.items():
         if rid == shortcut.fails or rid in shortcut.also or rid in TIMED.get(shortcut.exercise, ()):
             continue
         assert outcome == ("skipped" if rid in gpu_only and not gpus else "passed"), report
-    message = next(r.message for r in attempt.results if r.id == shortcut.fails)
-    for phrase in shortcut.says:
-        assert phrase.lower() in message.lower(), f"{shortcut.fails}: {message!r} does not say {phrase!r}"
+    assert_says(attempt, shortcut.fails, shortcut.says)
 
 
 @pytest.mark.parametrize("name", sorted(SHORTCUTS))
