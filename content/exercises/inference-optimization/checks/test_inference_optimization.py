@@ -32,7 +32,11 @@ ACC_TOL = 0.01  # every step's accuracy within 1 percentage point of eager's
 EAGER_MIN_ACC = 0.85  # the eager model itself (model.py untouched) gets about 94%
 MAX_BATCH = 24  # the check's own max_batch and max_wait_ms for serve()
 MAX_WAIT_MS = 3.0
-BATCH_SPEEDUP = 3.0  # burst throughput of serve() over unbatched eager, one request at a time
+# Burst: serve() against the check calling the same predictor directly on consecutive slices of
+# max_batch requests (torch.cat included), timed alternately in the same run. The ratio holds on
+# any machine, where a fixed speedup over eager depends on how much batching gains on that CPU.
+BATCH_EFFICIENCY = 0.8  # serve()'s burst throughput >= 0.8x the direct batched calls'
+BATCH_FILL = 0.9  # with every request waiting, the mean batch is >= 0.9 x max_batch
 LOAD_FACTOR = 2.0  # paced trace: requests arrive at 2x the unbatched eager throughput
 # A printed accuracy against the check's own on its hidden test set: two samples of 1,500
 # answers of the same predictor differ by a point or two, a made-up figure by more.
@@ -265,6 +269,15 @@ def run_serve(serve, fn, x, arrivals):
     return res, preds
 
 
+def direct_batches(fn, x, max_batch):
+    """The anchor: the same predictor called on consecutive max_batch slices, no batcher."""
+    reqs = [x[k : k + 1] for k in range(len(x))]
+    t = now()
+    for i in range(0, len(reqs), max_batch):
+        fn(torch.cat(reqs[i : i + max_batch]))
+    return len(reqs) / (now() - t)
+
+
 def poisson(n, rate, seed):
     import random
     rng = random.Random(seed)
@@ -355,14 +368,16 @@ def main():
                 # The unbatched baseline is timed again here, alternating with the bursts, so that
                 # both see the same load on the machine.
                 eager_fn = serve.apply("eager", model, DEVICE)
-                bursts, singles = [], []
+                bursts, singles, direct = [], [], []
                 preds = None
                 for _ in range(cfg["repeats"]):
                     singles.append(time_requests(eager_fn, [xb[k : k + 1] for k in range(cfg["n_lat"])])["rps"])
+                    direct.append(direct_batches(fn, xb, cfg["max_batch"]))
                     res, p = run_serve(serve, fn, xb, [0.0] * len(xb))
                     bursts.append(res)
                     preds = preds or p
                 r["eager_rps"] = statistics.median(singles)
+                r["direct_rps"] = statistics.median(direct)
                 r["burst"] = min(bursts, key=lambda b: b["wall_s"])
                 r["burst"]["rps"] = statistics.median(b["rps"] for b in bursts)
                 r["burst"]["max_size"] = max(b["max_size"] for b in bursts)
@@ -700,9 +715,19 @@ def test_batching(learner, figures):
     r = step_result(out, "batch")
     burst, paced, sparse = r["burst"], r["paced"], r["sparse"]
     speedup = burst["rps"] / r["eager_rps"]
+    efficiency = burst["rps"] / r["direct_rps"]
     figures.add("unbatched eager throughput", r["eager_rps"], "req/s", "one request at a time, the check's clock")
     figures.add(
-        "serve() throughput, burst", burst["rps"], "req/s", f"{N_TEST} requests waiting at once; {speedup:.2f}x"
+        "direct batched throughput",
+        r["direct_rps"],
+        "req/s",
+        f"the check calling the model on slices of {MAX_BATCH}, no batcher",
+    )
+    figures.add(
+        "serve() throughput, burst",
+        burst["rps"],
+        "req/s",
+        f"{N_TEST} requests waiting at once; {speedup:.2f}x eager, {efficiency:.0%} of direct batched",
     )
     figures.add("mean batch (burst)", burst["mean_size"], "requests", f"max_batch = {MAX_BATCH}")
     _trace_sane("burst", burst, N_TEST)
@@ -714,12 +739,18 @@ def test_batching(learner, figures):
             f"{r['accuracy']:.1%} against {eager['accuracy']:.1%}): each request must get its own row of its "
             "batch's output, in the order of the requests"
         )
-    if speedup < BATCH_SPEEDUP:
+    if burst["mean_size"] < BATCH_FILL * MAX_BATCH:
         fail(
-            f"serve() answered a burst of {N_TEST} waiting requests at {burst['rps']:,.0f} requests/s (mean batch "
-            f"{burst['mean_size']:.1f}), against {r['eager_rps']:,.0f} for the eager model one request at a time: "
-            f"{speedup:.2f}x; needs >= {BATCH_SPEEDUP}x. Group the requests that are waiting into one tensor (up to "
-            "max_batch) and call the model once per batch."
+            f"with {N_TEST} requests waiting at once and max_batch={MAX_BATCH}, serve() called the model with "
+            f"batches of {burst['mean_size']:.1f} requests on average; needs >= {BATCH_FILL * MAX_BATCH:.1f}. Group "
+            "the requests that are waiting into one tensor (up to max_batch) and call the model once per batch."
+        )
+    if efficiency < BATCH_EFFICIENCY:
+        fail(
+            f"serve() answered a burst of {N_TEST} waiting requests at {burst['rps']:,.0f} requests/s, "
+            f"{efficiency:.0%} of the {r['direct_rps']:,.0f} the check gets calling the model directly on slices of "
+            f"{MAX_BATCH}; needs >= {BATCH_EFFICIENCY:.0%}. Batches are the right size, so the time goes elsewhere: "
+            "extra model calls, copies, or waiting while requests are already there."
         )
     figures.add(
         "p95 at 2x eager's rate",

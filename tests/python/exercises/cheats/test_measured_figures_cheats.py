@@ -259,6 +259,20 @@ INFERENCE = {
         "lower-precision",
         ("float32",),
     ),
+    # Batches of the right size, each holding one request copied max_batch times: the fill
+    # looks right, the throughput is what one request at a time gets, or worse.
+    "inference-batches-padded-with-copies": Shortcut(
+        "inference-optimization",
+        "serve.py",
+        (
+            (
+                "            out = fn(torch.cat(list(requests[i:j])))\n",
+                "            out = torch.cat([fn(torch.cat([requests[k]] * max_batch))[:1] for k in range(i, j)])\n",
+            ),
+        ),
+        "batching",
+        ("of the", "calling the model directly"),
+    ),
 }
 
 SHORTCUTS = {**MIXED_PRECISION, **SHARING, **INTROSPECTION, **MEMORY, **INFERENCE}
