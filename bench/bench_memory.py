@@ -12,12 +12,17 @@ the renderer's memory, for gpudojo (JupyterLab, ``gpudojo:open-memory`` on the c
 analysis is cached) and for MemoryViz.js (a local page that imports it and loads the same
 .pickle with its ``add_remote_files``, i.e. fetch, unpickle, process, draw the SVG).
 
-MemoryViz.js is PyTorch's torch/utils/viz/MemoryViz.js, not part of this repository: pass its
-path. It imports d3 from cdn.skypack.dev; this machine has no internet, so the same versions
-(d3@5, d3-axis@1, d3-scale@1, d3-zoom@1, d3-brush@1) are installed with npm into --d3-dir and
-served unbundled to the page through an import map.
+MemoryViz.js is PyTorch's torch/utils/viz/MemoryViz.js, not part of this repository (nor of the
+torch wheel): pass its path, with the files it imports beside it (the newest form imports
+./process_alloc_data.js), and --memory-viz-commit to say which commit it is. The page serves
+those files, and every CDN URL MemoryViz.js imports d3 from is mapped, through an import map,
+to the same package and major version installed here, unbundled: the newest form's jsDelivr
+URLs (d3@7, d3-axis@3, d3-scale@4, d3-zoom@3, d3-brush@3, ``/+esm``) to the repository's own
+node_modules (d3@^7 is a devDependency); an older form's skypack URLs (d3@5, d3-axis@1, ...),
+whose majors are not there, to an npm install of those versions into --d3-dir.
 
-    cd bench && ../.venv/bin/python bench_memory.py --memory-viz /tmp/MemoryViz.js
+    cd bench && ../.venv/bin/python bench_memory.py --memory-viz /tmp/mvz/MemoryViz.js \
+        --memory-viz-commit pytorch/pytorch@<sha>
 
 Without --memory-viz only the server half and gpudojo's browser half run.
 """
@@ -25,8 +30,10 @@ Without --memory-viz only the server half and gpudojo's browser half run.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import http.server
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -42,9 +49,52 @@ sys.path.insert(0, str(REPO / "tests" / "python"))
 from memory_data import dump, make_snapshot, write_real_snapshot
 
 HERE = Path(__file__).resolve().parent
-D3_PACKAGES = ["d3@5", "d3-axis@1", "d3-scale@1", "d3-zoom@1", "d3-brush@1"]
-# MemoryViz.js's imports and the package each names (skypack serves the package's ES module).
-CDN = {f"https://cdn.skypack.dev/{p}": p.split("@")[0] for p in D3_PACKAGES}
+# A CDN URL MemoryViz.js imports a package from: skypack's https://cdn.skypack.dev/d3@5 or
+# jsDelivr's https://cdn.jsdelivr.net/npm/d3-axis@3/+esm; group 1 the package, group 2 its major.
+CDN_URL = re.compile(r"^https://cdn\.(?:skypack\.dev|jsdelivr\.net/npm)/((?:@[\w.-]+/)?[\w.-]+)@(\d+)(?:/\+esm)?$")
+IMPORT = re.compile(r"""\bfrom\s+["']([^"']+)["']""")
+
+
+def viewer_imports(memory_viz: Path) -> tuple[dict[str, tuple[str, int]], list[Path]]:
+    """What MemoryViz.js imports: each CDN URL with its package and major version, and the
+    files it imports by relative path (which must sit beside it)."""
+    cdn: dict[str, tuple[str, int]] = {}
+    local: list[Path] = []
+    for spec in IMPORT.findall(memory_viz.read_text(encoding="utf-8")):
+        if spec.startswith("./"):
+            local.append(memory_viz.parent / spec[2:])
+            continue
+        m = CDN_URL.match(spec)
+        if not m:
+            raise SystemExit(f"{memory_viz.name} imports {spec}, which this bench cannot map to an npm package")
+        cdn[spec] = (m[1], int(m[2]))
+    missing = [f.name for f in local if not f.is_file()]
+    if missing:
+        raise SystemExit(f"{memory_viz.name} imports {', '.join(missing)}: put it beside {memory_viz}")
+    return cdn, local
+
+
+def installed_major(modules: Path, name: str) -> int | None:
+    meta = modules / name / "package.json"
+    if not meta.is_file():
+        return None
+    return int(json.loads(meta.read_text())["version"].split(".")[0])
+
+
+def d3_modules(cdn: dict[str, tuple[str, int]], d3_dir: Path) -> Path:
+    """The node_modules holding every package MemoryViz.js imports at its major version: the
+    repository's own where they all are (d3 7), else an npm install of them into ``d3_dir``."""
+    if all(installed_major(REPO / "node_modules", n) == v for n, v in cdn.values()):
+        return REPO / "node_modules"
+    wanted = sorted({f"{n}@{v}" for n, v in cdn.values()})
+    folder = d3_dir / "-".join(w.replace("/", "_") for w in wanted)
+    modules = folder / "node_modules"
+    if not all(installed_major(modules, n) == v for n, v in cdn.values()):
+        folder.mkdir(parents=True, exist_ok=True)
+        if not (folder / "package.json").is_file():
+            (folder / "package.json").write_text('{"name": "memory-viz-d3", "private": true}\n')
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", *wanted], cwd=folder, check=True)
+    return modules
 
 
 # Started from a small launcher, not forked from this process: a forked child's peak RSS
@@ -72,16 +122,6 @@ def child_peak_rss(src: Path, out: Path) -> tuple[float, int]:
 # --- the anchor's page ----------------------------------------------------------------------
 
 
-def ensure_d3(folder: Path) -> Path:
-    modules = folder / "node_modules"
-    if not (modules / "d3" / "package.json").is_file():
-        folder.mkdir(parents=True, exist_ok=True)
-        if not (folder / "package.json").is_file():
-            (folder / "package.json").write_text('{"name": "memory-viz-d3", "private": true}\n')
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund", *D3_PACKAGES], cwd=folder, check=True)
-    return modules
-
-
 def _entry(pkg: Path) -> str:
     meta = json.loads((pkg / "package.json").read_text())
     entry = meta.get("module") or meta.get("jsnext:main") or meta.get("main") or "index.js"
@@ -90,35 +130,69 @@ def _entry(pkg: Path) -> str:
     return entry
 
 
-def import_map(modules: Path) -> dict:
-    """Bare names to each package's ES module under /node_modules/, with scopes for nested
-    packages, and MemoryViz.js's CDN URLs to the same packages."""
+def _package_dir(modules: Path, importer: Path, name: str) -> Path | None:
+    """Where Node would find package ``name`` imported from package folder ``importer``."""
+    folder = importer
+    while True:
+        candidate = folder / "node_modules" / name
+        if (candidate / "package.json").is_file():
+            return candidate
+        if folder == modules.parent or folder == folder.parent:
+            return None
+        folder = folder.parent
+
+
+def import_map(modules: Path, cdn: dict[str, tuple[str, int]]) -> tuple[dict, list[str]]:
+    """The import map for MemoryViz.js's CDN URLs and everything those packages import: each
+    package's ES module under /node_modules/ (scopes for nested copies), walked from the
+    imported packages through their dependencies; and the packages with their versions."""
     imports: dict[str, str] = {}
     scopes: dict[str, dict[str, str]] = {}
-    for meta in sorted(modules.glob("**/package.json")):
-        pkg = meta.parent
-        rel = pkg.relative_to(modules)
-        parts = rel.parts
-        if "node_modules" in parts[:-1]:
-            parent = "/node_modules/" + "/".join(parts[: len(parts) - 2]) + "/"
-            target = scopes.setdefault(parent, {})
-        elif len(parts) == 1:
-            target = imports
+    served: dict[Path, str] = {}
+    todo = [(modules.parent, name) for name, _ in cdn.values()]
+    while todo:
+        importer, name = todo.pop()
+        pkg = _package_dir(modules, importer, name)
+        if pkg is None:
+            continue  # an optional or build-time dependency that is not installed
+        rel = pkg.relative_to(modules).as_posix()
+        url = f"/node_modules/{rel}/{_entry(pkg)}"
+        holder = pkg.parents[len(Path(name).parts) - 1]  # the node_modules folder it is in
+        if holder == modules:
+            imports[name] = url
         else:
-            continue  # a package.json inside a package (e.g. dist/), not a package
-        target[parts[-1]] = f"/node_modules/{rel.as_posix()}/{_entry(pkg)}"
-    for url, name in CDN.items():
+            scope = "/node_modules/" + holder.parent.relative_to(modules).as_posix() + "/"
+            scopes.setdefault(scope, {})[name] = url
+        if pkg in served:
+            continue
+        meta = json.loads((pkg / "package.json").read_text())
+        served[pkg] = f"{meta['name']}@{meta['version']}"
+        todo += [(pkg, dep) for dep in meta.get("dependencies", {})]
+    for url, (name, _) in cdn.items():
         imports[url] = imports[name]
-    return {"imports": imports, "scopes": scopes}
+    roots = {name for name, _ in cdn.values()}
+    versions = sorted(v for p, v in served.items() if p.relative_to(modules).as_posix() in roots)
+    return {"imports": imports, "scopes": scopes}, versions
 
 
-def anchor_server(memory_viz: Path, modules: Path, snapshots: Path) -> tuple[http.server.HTTPServer, int]:
+def provenance(memory_viz: Path, local: list[Path], commit: str, d3: list[str]) -> str:
+    """Which MemoryViz.js was measured: the commit given, each file's sha256, the d3 served."""
+    files = ", ".join(
+        f"{f.name} sha256 {hashlib.sha256(f.read_bytes()).hexdigest()[:12]}" for f in [memory_viz, *local]
+    )
+    return f"{commit or 'commit not given'} ({files}); served with {', '.join(d3)}"
+
+
+def anchor_server(
+    memory_viz: Path, local: list[Path], modules: Path, imports: dict, snapshots: Path
+) -> tuple[http.server.HTTPServer, int]:
     page = (
         "<!doctype html><html><head><meta charset='utf-8'><title>memory_viz (local)</title>"
-        f"<script type='importmap'>{json.dumps(import_map(modules))}</script></head><body>"
+        f"<script type='importmap'>{json.dumps(imports)}</script></head><body>"
         "<script type='module'>import * as mvz from '/MemoryViz.js'; window.__mvz = mvz;</script>"
         "</body></html>"
     ).encode()
+    beside = {f"/{f.name}": f for f in local}
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
@@ -137,13 +211,15 @@ def anchor_server(memory_viz: Path, modules: Path, snapshots: Path) -> tuple[htt
                 return self._send(page, "text/html")
             if path == "/MemoryViz.js":
                 return self._send(memory_viz.read_bytes(), "text/javascript")
+            if path in beside:  # ./process_alloc_data.js and the like
+                return self._send(beside[path].read_bytes(), "text/javascript")
             if path.startswith("/snap/"):
                 file = snapshots / Path(path).name
                 if file.is_file():
                     return self._send(file.read_bytes(), "application/octet-stream")
             if path.startswith("/node_modules/") and ".." not in path:
                 base = modules / path.removeprefix("/node_modules/")
-                # d3's sources import "./src/band", without the extension skypack's bundler adds.
+                # d3 5's sources import "./src/band", without the extension skypack's bundler adds.
                 for file in (base, Path(f"{base}.js"), base / "index.js"):
                     if file.is_file():
                         return self._send(file.read_bytes(), "text/javascript")
@@ -164,8 +240,16 @@ def browser(jobs: list[dict], hovers: int, timeout_s: float) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--memory-viz", type=Path, help="PyTorch's torch/utils/viz/MemoryViz.js (the anchor)")
-    parser.add_argument("--d3-dir", type=Path, default=Path(tempfile.gettempdir()) / "mvz", help="npm folder for d3")
+    parser.add_argument(
+        "--memory-viz", type=Path, help="PyTorch's torch/utils/viz/MemoryViz.js, the files it imports beside it"
+    )
+    parser.add_argument("--memory-viz-commit", default="", help="which commit of it (printed with the results)")
+    parser.add_argument(
+        "--d3-dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "mvz-d3",
+        help="npm folder for d3 majors the repository does not have (an older MemoryViz.js's d3 5)",
+    )
     parser.add_argument("--sizes", default="100000,1000000", help="trace entries per snapshot")
     parser.add_argument(
         "--shape",
@@ -187,6 +271,15 @@ def main() -> None:
     parser.add_argument("--viewers", default="gpudojo,memory_viz", help="browser measurements to run")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    anchor_setup = None
+    if args.memory_viz and not args.no_browser:
+        # Checked before any snapshot is made: a viewer missing a file fails in seconds.
+        mvz = args.memory_viz.resolve()
+        cdn, local = viewer_imports(mvz)
+        modules = d3_modules(cdn, args.d3_dir)
+        imports, d3 = import_map(modules, cdn)
+        args.anchor = provenance(mvz, local, args.memory_viz_commit, d3)
+        anchor_setup = (mvz, local, modules, imports)
 
     server_rows, browser_rows = [], []
     with jupyter_server(
@@ -259,8 +352,8 @@ def main() -> None:
         if not args.no_browser:
             jobs = []
             anchor = None
-            if args.memory_viz:
-                anchor, aport = anchor_server(args.memory_viz.resolve(), ensure_d3(args.d3_dir), root)
+            if anchor_setup:
+                anchor, aport = anchor_server(*anchor_setup, root)
             viewers = args.viewers.split(",")
             for n in sizes:
                 if "gpudojo" in viewers:
@@ -297,6 +390,8 @@ def heap_added(r: dict) -> float:
 def report(server_rows: list[dict], browser_rows: list[dict], args: argparse.Namespace) -> None:
     mb = 1024**2
     print(f"Machine: {machine()}")
+    if getattr(args, "anchor", None):
+        print(f"Anchor: MemoryViz.js {args.anchor}")
     print(
         "\n| entries | allocations | pickle | analyze, first call (warm worker) | analysis_ms (after reading) | "
         "analyze, second call (cached) | child peak RSS | window, whole capture | window, 1% zoom |"

@@ -2,12 +2,19 @@
 browser's first paint against the floor any in-browser viewer pays, on traces of 100k and 1M
 events, in one run.
 
-Traces (tests/python/profile_traces.py, written once into --cache-dir, then copied into the
-server's root): "cpu", a real torch.profiler CPU trace of a training step fed by a DataLoader
-(``python profile_traces.py loader``) repeated to N events with ``scale_trace``; "gpu", the
-synthetic Kineto-shaped stand-in (``make_gpu_standin``: kernels on two streams, runtime calls,
-flows; made-up figures, no GPU here) with as many steps as make N events. An "event" is an
-entry of traceEvents (complete spans, flows, metadata), as ``scale_trace`` counts them.
+Traces (copied into the server's root): "cpu", a real torch.profiler CPU trace of an MLP
+training loop with with_stack and record_shapes, every step recorded (not copies of one step:
+real_profile_traces.py, about 430 events a step, cached in bench/.cache); "gpu", the synthetic
+Kineto-shaped stand-in (tests/python/profile_traces.py ``make_gpu_standin``, written into
+--cache-dir: kernels on two streams, runtime calls, flows; made-up figures, no GPU here) with as
+many steps as make N events. An "event" is an entry of traceEvents (complete spans, flows,
+metadata).
+
+On the cpu traces, in the same run: the warm worker's peak RSS for the first analysis (its
+VmHWM, which the worker resets as each request is sent), the one-shot CLI ``gpudojo profile
+summary`` from a cold data dir (seconds, peak RSS by wait4), and the parse floors, ``json.load``
+and ``orjson.loads`` of the whole file in a child of their own, with their ratios to the first
+analysis.
 
 Server side: POST profile/analyze, first call (the analysis, in the server's warm worker) and
 second call (cached); GET profile/summary (cached, median of --repeats); the analysis child's
@@ -47,6 +54,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from gpudojo.worker.pipe import peak_rss
+from real_profile_traces import cached_trace
 from server import REPO, TOKEN, api, free_port, jupyter_server, machine, run_browser, size_label
 
 HERE = Path(__file__).resolve().parent
@@ -104,6 +113,58 @@ def gpudojo_child(src: Path) -> dict:
         code, rss, seconds = spawn_measured(argv, 1200)
     assert code == 0, f"profile_analyze exited {code} on {src}"
     return {"seconds": seconds, "rss": rss}
+
+
+def cli_child(src: Path) -> dict:
+    """``gpudojo profile summary SRC`` from a cold start (a fresh data dir: nothing cached), as
+    a user types it over ssh: seconds and the largest process's peak RSS (wait4 takes the
+    maximum over the command and the analysis worker it waits for)."""
+    with tempfile.TemporaryDirectory() as data:
+        argv = [sys.executable, "-m", "gpudojo.cli", "profile", "summary", "--data-dir", data, str(src)]
+        code, rss, seconds = spawn_measured(argv, 1200)
+    assert code == 0, f"gpudojo profile summary exited {code} on {src}"
+    return {"seconds": seconds, "rss": rss}
+
+
+FLOOR = """
+import gc, json, sys, time
+import orjson
+path, how = sys.argv[1], sys.argv[2]
+t0 = time.perf_counter()
+with open(path, "rb") as f:
+    doc = json.load(f) if how == "json.load" else orjson.loads(f.read())
+print(time.perf_counter() - t0, len(doc["traceEvents"]))
+"""
+
+
+def parse_floor(src: Path, how: str) -> dict:
+    """Seconds for ``json.load`` or ``orjson.loads`` of the whole file alone, in a child of its
+    own (peak RSS by wait4): what any reader that builds the events as objects pays first."""
+    done = subprocess.run(
+        [sys.executable, "-c", LAUNCH, "1200", sys.executable, "-c", FLOOR, str(src), how],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    code, maxrss_kib, _ = done.stdout.split()
+    assert int(code) == 0, f"{how} exited {code}"
+    timed = subprocess.run(
+        [sys.executable, "-c", FLOOR, str(src), how], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return {"seconds": float(timed[0]), "events": int(timed[1]), "rss": int(maxrss_kib) * 1024}
+
+
+def worker_pid(server_pid: int) -> int | None:
+    """The server's warm profile-analysis worker (a child running profile_analyze --serve)."""
+    import psutil
+
+    for child in psutil.Process(server_pid).children(recursive=True):
+        try:
+            if "gpudojo.worker.profile_analyze" in child.cmdline():
+                return child.pid
+        except psutil.Error:
+            continue
+    return None
 
 
 def hta_child_main(trace_dir: str, out: str) -> None:
@@ -174,21 +235,16 @@ def hta_anchor(src: Path, limit_s: float) -> dict:
 def make_traces(cache: Path, sizes: list[int]) -> dict[tuple[str, int], Path]:
     """The bench's traces by (shape, events), made once into ``cache``."""
     sys.path.insert(0, str(TESTS))
-    from profile_traces import make_gpu_standin, scale_trace
+    from profile_traces import make_gpu_standin
 
     cache.mkdir(parents=True, exist_ok=True)
-    real = cache / "loader-real.json"
-    if not real.is_file():
-        # Recorded in a fresh process, as the tests record it (torch is not imported here).
-        subprocess.run([sys.executable, str(TESTS / "profile_traces.py"), "loader", str(real)], check=True)
     one_step = make_gpu_standin(cache / "gpu-1step.json", steps=1)
     per_step = len(json.loads(one_step.read_text())["traceEvents"]) - 3  # three metadata events
     made = {}
     for n in sizes:
         t0 = time.perf_counter()
-        cpu, gpu = cache / f"cpu-{size_label(n)}.json", cache / f"gpu-{size_label(n)}.json"
-        if not cpu.is_file():
-            scale_trace(real, cpu.with_suffix(".tmp"), n).replace(cpu)
+        # cpu: a real trace of that many steps, recorded once into bench/.cache (its own process)
+        cpu, gpu = cached_trace(n), cache / f"gpu-{size_label(n)}.json"
         if not gpu.is_file():
             make_gpu_standin(gpu.with_suffix(".tmp"), steps=math.ceil(n / per_step)).replace(gpu)
         made[("cpu", n)], made[("gpu", n)] = cpu, gpu
@@ -242,12 +298,18 @@ def browser(jobs: list[dict], zooms: int, timeout_s: float) -> list[dict]:
 # --- the run ---------------------------------------------------------------------------------
 
 
-def measure_server(port: int, root: Path, key: tuple[str, int], src: Path, args: argparse.Namespace) -> dict:
+def measure_server(
+    port: int, root: Path, key: tuple[str, int], src: Path, args: argparse.Namespace, server_pid: int
+) -> dict:
     shape, n = key
     name = f"profile-{shape}-{size_label(n)}.json"
     shutil.copyfile(src, root / name)
     trace = urllib.parse.quote(f"file:{name}", safe="")
+    load = os.getloadavg()[0]
     first_s, first, _ = api(port, "profile/analyze", {"path": name})
+    # The worker resets its peak (VmHWM) as each request is sent: this is this analysis's peak.
+    pid = worker_pid(server_pid)
+    worker_peak = peak_rss(pid) if pid else None
     second_s, second, _ = api(port, "profile/analyze", {"path": name})
     assert not first["cached"] and second["cached"], (first["cached"], second["cached"])
     summary_s, summary, summary_size = median_of(args.repeats, lambda: api(port, f"profile/summary?trace={trace}"))
@@ -260,7 +322,16 @@ def measure_server(port: int, root: Path, key: tuple[str, int], src: Path, args:
         seconds, doc, size = median_of(args.repeats, lambda q=query: api(port, q))
         windows[part] = {"s": seconds, "bytes": size, "spans": sum(len(lane["spans"]) for lane in doc["lanes"])}
     child = gpudojo_child(root / name)
+    extra = {}
+    if shape == "cpu":
+        extra = {
+            "cli": cli_child(root / name),
+            "floors": {how: parse_floor(src, how) for how in ("json.load", "orjson")},
+        }
     return {
+        **extra,
+        "load": load,
+        "worker_peak": worker_peak,
         "shape": shape,
         "label": size_label(n),
         "trace_events": count_events(src),
@@ -318,7 +389,7 @@ def main() -> None:
         api(port, "profile/analyze", {"path": "warm.json"})
         for n in sizes:
             for shape in shapes:
-                row = measure_server(port, root, (shape, n), traces[(shape, n)], args)
+                row = measure_server(port, root, (shape, n), traces[(shape, n)], args, proc.pid)
                 server_rows.append(row)
                 print(f"server {shape} {size_label(n)}: {row['first_s']:.2f} s first analysis", file=sys.stderr)
                 if not args.no_hta:
@@ -403,6 +474,25 @@ def report(
             f"{w['full']['s'] * 1000:.1f} ms ({w['full']['bytes'] / 1024:.0f} KiB, {w['full']['spans']} spans) | "
             f"{w['zoom']['s'] * 1000:.1f} ms ({w['zoom']['bytes'] / 1024:.0f} KiB, {w['zoom']['spans']} spans) |"
         )
+    real = [r for r in server_rows if "floors" in r]
+    if real:
+        print(
+            "\n| real CPU trace | events (complete) | JSON | load avg | first analysis (analysis_ms) | warm worker "
+            "peak RSS | one-shot CLI (peak RSS) | json.load (peak RSS) | orjson.loads (peak RSS) | "
+            "json.load / analysis | orjson / analysis |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in real:
+            j, o = r["floors"]["json.load"], r["floors"]["orjson"]
+            analysis_s = r["first_analysis_ms"] / 1000
+            peak = f"{r['worker_peak'] / MIB:,.0f} MiB" if r["worker_peak"] else "-"
+            print(
+                f"| {r['label']} | {r['trace_events']:,} ({r['complete_events']:,}) | {r['mb']:.0f} MB | "
+                f"{r['load']:.2f} | {analysis_s:.2f} s | {peak} | {r['cli']['seconds']:.2f} s "
+                f"({r['cli']['rss'] / MIB:,.0f} MiB) | {j['seconds']:.2f} s ({j['rss'] / MIB:,.0f} MiB) | "
+                f"{o['seconds']:.2f} s ({o['rss'] / MIB:,.0f} MiB) | {j['seconds'] / analysis_s:.1f}x | "
+                f"{o['seconds'] / analysis_s:.1f}x |"
+            )
     for r in server_rows:
         used = ", ".join(r["hta_used"]) or "none"
         print(f"- {r['shape']} {r['label']}: {r['mode']}; {r['steps']} steps, {r['lanes']} lanes; HTA used: {used}")

@@ -8,12 +8,22 @@ or uploaded). A run's id may also name all of a run's files at once, ``run:<run 
 identities (path, size, mtime) and the analysis version, written by the worker into a
 cache folder of its own, and kept open for queries in a small LRU.
 
+What the server process keeps of the analyses is bounded: at most ``keep_open`` of them open
+and at most ``keep_open_bytes`` of their arrays, strings and tables (as held_bytes counts
+them), least recently used closed first; the one in use stays open whatever its size. Results
+never pass through the server whole: the worker writes them to the cache folder and replies a
+few hundred bytes; windows are computed from the open arrays. Glibc keeps freed memory in its
+arenas (the service's queries run on several threads), so closing an analysis hands the freed
+pages back with malloc_trim.
+
 Importing this module is cheap: the service process never loads what the analyses need
 (numpy is loaded by the Loaded classes the services pass in, torch and pandas never).
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import hashlib
 import os
 import re
@@ -41,6 +51,63 @@ MAX_REPLY_BYTES = 1 << 20
 # Refusals remembered per file identity, so that a file that was too much for its analysis is
 # not analysed again on every query of the viewer.
 REFUSALS_KEPT = 256
+# Analyses kept open for queries, per service, and the most bytes they may hold together.
+KEEP_OPEN = 4
+KEEP_OPEN_BYTES = 128 * 1024**2
+
+
+def held_bytes(obj: object) -> int:
+    """Bytes an opened analysis holds in this process (bytes): every NumPy buffer once (views
+    count their base), strings and containers by sys.getsizeof, gpudojo's own objects through
+    their fields; what two parts share is counted once."""
+    import numpy as np
+
+    seen: set[int] = set()
+    total = 0
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        total += sys.getsizeof(o)  # an array's buffer included when it owns it, not when a view
+        if isinstance(o, np.ndarray):
+            if o.base is not None:
+                stack.append(o.base)
+            elif o.dtype == object:
+                stack.extend(o.ravel().tolist())
+        elif isinstance(o, dict):
+            stack.extend(o.keys())
+            stack.extend(o.values())
+        elif isinstance(o, list | tuple | set | frozenset):
+            stack.extend(o)
+        elif type(o).__module__.startswith("gpudojo."):
+            fields = getattr(o, "__dict__", None)
+            if fields is not None:
+                stack.append(fields)
+            for name in getattr(type(o), "__slots__", ()):
+                if hasattr(o, name):
+                    stack.append(getattr(o, name))
+    return total
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        trim = ctypes.CDLL(None).malloc_trim  # glibc's; musl and macOS have none
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim
+
+
+def release_freed_memory() -> None:
+    """Hand the pages malloc keeps free in its arenas back to the system (glibc's
+    malloc_trim(0); nothing where there is none)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 class FileRequestError(Invalid):
@@ -70,7 +137,8 @@ class Progress:
 class AnalysedFiles(Generic[L]):
     """Resolves ids to files (never outside their root), analyses each set of files once in
     a warm worker (one analysis at a time; callers of the same file wait for its result),
-    and keeps up to ``keep_open`` analyses open for queries."""
+    and keeps up to ``keep_open`` analyses, ``keep_open_bytes`` bytes of them, open for
+    queries (the one just asked for stays open whatever its size)."""
 
     def __init__(
         self,
@@ -83,7 +151,8 @@ class AnalysedFiles(Generic[L]):
         timeout_s: float,
         max_bytes: int,
         python: str = sys.executable,
-        keep_open: int = 4,
+        keep_open: int = KEEP_OPEN,
+        keep_open_bytes: int = KEEP_OPEN_BYTES,
         max_rss_bytes: int | None = None,
     ) -> None:
         from .runfolder import runs_dir
@@ -95,9 +164,12 @@ class AnalysedFiles(Generic[L]):
         self.open_cached = open_cached
         self.timeout_s = timeout_s
         self.max_bytes = max_bytes
-        self.keep_open = keep_open
-        self._open: OrderedDict[str, L] = OrderedDict()
-        self._locks: dict[str, threading.Lock] = {}
+        self.keep_open = max(1, keep_open)
+        self.keep_open_bytes = keep_open_bytes
+        # key -> (the open analysis, the bytes it holds), least recently used first.
+        self._open: OrderedDict[str, tuple[L, int]] = OrderedDict()
+        # key -> (its analysis lock, how many callers hold or wait for it): gone when none do.
+        self._locks: dict[str, tuple[threading.Lock, int]] = {}
         self._lock = threading.Lock()
         self._worker = WarmWorker(
             kind.worker_module,
@@ -224,22 +296,52 @@ class AnalysedFiles(Generic[L]):
         with self._lock:
             if key in self._open:
                 self._open.move_to_end(key)
-                return self._open[key], True
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:  # one analysis per file at a time; others wait for its result
-            refused = self._refused.get(key)
-            if refused is not None:
-                raise refused
-            folder = self.cache_dir / key
-            cached = (folder / "summary.json").is_file()
-            if not cached:
-                self._analyse(paths, folder, key, request(paths, folder))
-            opened = self.open_cached(folder)
-        with self._lock:
-            self._open[key] = opened
-            while len(self._open) > self.keep_open:
-                self._open.popitem(last=False)
+                return self._open[key][0], True
+            lock, users = self._locks.get(key, (threading.Lock(), 0))
+            self._locks[key] = (lock, users + 1)
+        try:
+            with lock:  # one analysis per file at a time; others wait for its result
+                with self._lock:
+                    if key in self._open:  # opened by the caller this one waited for
+                        self._open.move_to_end(key)
+                        return self._open[key][0], True
+                refused = self._refused.get(key)
+                if refused is not None:
+                    raise refused
+                folder = self.cache_dir / key
+                cached = (folder / "summary.json").is_file()
+                if not cached:
+                    self._analyse(paths, folder, key, request(paths, folder))
+                opened = self.open_cached(folder)
+                self._keep(key, opened, held_bytes(opened))
+        finally:
+            with self._lock:
+                lock, users = self._locks[key]
+                if users > 1:
+                    self._locks[key] = (lock, users - 1)
+                else:
+                    del self._locks[key]
         return opened, cached
+
+    def _keep(self, key: str, opened: L, nbytes: int) -> None:
+        """Open ``opened`` for queries, closing the least recently used analyses past the count
+        and byte bounds (never the one just opened)."""
+        closed = []
+        with self._lock:
+            self._open[key] = (opened, nbytes)
+            held = sum(b for _, b in self._open.values())
+            while len(self._open) > 1 and (len(self._open) > self.keep_open or held > self.keep_open_bytes):
+                _, (old, old_bytes) = self._open.popitem(last=False)
+                held -= old_bytes
+                closed.append(old)
+        if closed:
+            del closed, old
+            release_freed_memory()
+
+    def kept(self) -> tuple[int, int]:
+        """How many analyses this process keeps open, and the bytes they hold (bytes)."""
+        with self._lock:
+            return len(self._open), sum(b for _, b in self._open.values())
 
     def progress(self, file_id: str) -> Progress:
         """How far an id's first analysis is: not_started, queued, the worker's phases, done."""

@@ -68,6 +68,12 @@ class GPUDojo(ExtensionApp):
         help="The memory- and profile-analysis workers are stopped (413, not retried) when an analysis makes "
         "one hold more memory than this (bytes).",
     ).tag(config=True)
+    analysis_keep_open_bytes = Integer(
+        128 * 1024**2,
+        help="The memory and profile services each keep at most 4 analyses open for queries and at most this "
+        "many bytes of them in the server process, least recently used closed first (the one in use stays open "
+        "whatever its size; a closed one reopens from its cache folder) (bytes).",
+    ).tag(config=True)
     analysis_max_inflated_bytes = Integer(
         1024**3,
         help="A gzipped trace is refused (413) as soon as it inflates past this many bytes.",
@@ -114,6 +120,7 @@ class GPUDojo(ExtensionApp):
                 kernel_compile_max_rss_bytes=self.kernel_compile_max_rss_bytes,
                 analysis_max_rss_bytes=self.analysis_max_rss_bytes,
                 analysis_max_inflated_bytes=self.analysis_max_inflated_bytes,
+                analysis_keep_open_bytes=self.analysis_keep_open_bytes,
                 simulator_max_threads=self.simulator_max_threads,
                 memory_warm_worker=self.memory_warm_worker,
                 max_concurrent_checks=self.max_concurrent_checks,

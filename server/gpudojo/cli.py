@@ -588,6 +588,20 @@ def _memory(args: argparse.Namespace) -> int:
             render_diff_text,
             args.json,
         )
+    if args.memory_command == "transformer":
+        from .memory.models import TransformerEstimateRequest
+        from .memory.report import render_transformer_text
+
+        shape = {
+            k: getattr(args, k) for k in TransformerEstimateRequest.model_fields if getattr(args, k, None) is not None
+        }
+        return _answer(
+            command,
+            service,
+            lambda: service.estimate_transformer(TransformerEstimateRequest(**shape)),
+            render_transformer_text,
+            args.json,
+        )
     fields = {k: getattr(args, k) for k in EstimateRequest.model_fields if getattr(args, k, None) is not None}
     return _answer(
         command,
@@ -654,6 +668,32 @@ def _add_memory_parsers(sub: argparse._SubParsersAction) -> None:
         "--measured-peak-bytes", dest="measured_peak_bytes", type=_count, help=f["measured_peak_bytes"].description
     )
     es.set_defaults(func=_memory)
+    _add_transformer_parser(msub, common)
+
+
+def _add_transformer_parser(msub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """`gpudojo memory transformer`: POST memory/estimate-transformer's fields as flags."""
+    from typing import get_args
+
+    from .memory.models import TransformerEstimateRequest
+
+    f = TransformerEstimateRequest.model_fields
+    tf = msub.add_parser(
+        "transformer",
+        parents=[common],
+        help="A transformer's memory per GPU, parameters and FLOPs per token, from its shape and parallel layout.",
+    )
+    for name in ("layers", "hidden", "heads", "sequence", "vocab"):
+        tf.add_argument(f"--{name}", type=_count, required=True, help=f[name].description)
+    for name in ("micro_batch", "data_parallel", "tensor_parallel", "pipeline_parallel"):
+        tf.add_argument(f"--{name.replace('_', '-')}", dest=name, type=_count, help=f[name].description)
+    for name in ("precision", "optimizer", "recompute"):
+        tf.add_argument(f"--{name}", choices=get_args(f[name].annotation), help=f"default {f[name].default}")
+    tf.add_argument("--zero-stage", dest="zero_stage", type=int, choices=get_args(f["zero_stage"].annotation))
+    for name in ("learned_positions", "sequence_parallel", "flash_attention"):
+        tf.add_argument(f"--{name.replace('_', '-')}", dest=name, action="store_true", default=None)
+    tf.add_argument("--no-dropout", dest="dropout", action="store_false", default=None, help="no dropout layers")
+    tf.set_defaults(func=_memory)
 
 
 def _print_engine_start(svc, run) -> None:  # type: ignore[no-untyped-def]

@@ -64,6 +64,7 @@ class Settings:
     kernel_compile_max_rss_bytes: int = 2 * 1024**3
     analysis_max_rss_bytes: int = 2 * 1024**3
     analysis_max_inflated_bytes: int = 1024**3
+    analysis_keep_open_bytes: int = 128 * 1024**2
     simulator_max_threads: int = 4096
     memory_warm_worker: bool = True
     max_concurrent_checks: int = 2
@@ -223,7 +224,12 @@ class Services:
         from .memory.service import MemoryService
 
         s = self.settings
-        return MemoryService(s.data_path, Path(s.root_dir), max_rss_bytes=s.analysis_max_rss_bytes)
+        return MemoryService(
+            s.data_path,
+            Path(s.root_dir),
+            max_rss_bytes=s.analysis_max_rss_bytes,
+            keep_open_bytes=s.analysis_keep_open_bytes,
+        )
 
     @cached_property
     def profile(self) -> ProfileService:
@@ -235,6 +241,7 @@ class Services:
             Path(s.root_dir),
             max_inflated_bytes=s.analysis_max_inflated_bytes,
             max_rss_bytes=s.analysis_max_rss_bytes,
+            keep_open_bytes=s.analysis_keep_open_bytes,
         )
 
     def warm_memory(self) -> None:

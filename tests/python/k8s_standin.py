@@ -466,17 +466,27 @@ class StandIn:
         spec: dict[str, Any] = {"containers": [container], "restartPolicy": "OnFailure", "volumes": []}
         spec.update(hostname=f"{name}-node-0-{index}", subdomain=name)
         labels = {"jobset.sigs.k8s.io/jobset-name": name, "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
-        for override in obj["spec"].get("podTemplateOverrides") or []:
-            if "node" not in [t.get("name") for t in override.get("targetJobs") or []]:
-                continue
-            labels.update((override.get("metadata") or {}).get("labels") or {})
-            ospec = override.get("spec") or {}
-            spec["volumes"] += ospec.get("volumes") or []
-            for c in ospec.get("containers") or []:
-                if c.get("name") == "node":
-                    container.setdefault("volumeMounts", []).extend(c.get("volumeMounts") or [])
-                    container["env"] += c.get("env") or []
-        nproc = str(trainer.get("numProcPerNode", "auto"))
+        # runtimePatches (Trainer v2.2.0 and later), merged as v2.3.0 does: by name.
+        for patch in obj["spec"].get("runtimePatches") or []:
+            template = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+            for job in template.get("replicatedJobs") or []:
+                if job.get("name") != "node":
+                    continue
+                pod = ((job.get("template") or {}).get("spec") or {}).get("template") or {}
+                labels.update((pod.get("metadata") or {}).get("labels") or {})
+                pspec = pod.get("spec") or {}
+                spec["volumes"] += pspec.get("volumes") or []
+                for c in pspec.get("containers") or []:
+                    if c.get("name") == "node":
+                        container.setdefault("volumeMounts", []).extend(c.get("volumeMounts") or [])
+        # The torch runtime's "auto" since v2.2.0: one process per GPU, else per CPU core of the limit
+        # (or the request); trainer.numProcPerNode only where it is set.
+        resources = trainer.get("resourcesPerNode") or {}
+        amounts = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+        gpus = [v for k, v in amounts.items() if "gpu" in k.lower()]
+        cpu = str(amounts.get("cpu", "1"))
+        cores = max(1, int(float(cpu[:-1]) / 1000) if cpu.endswith("m") else int(float(cpu)))
+        nproc = str(trainer.get("numProcPerNode") or (gpus[0] if gpus else cores))
         extra = [
             {"name": "PET_NNODES", "value": str(trainer.get("numNodes", 1))},
             {"name": "PET_NPROC_PER_NODE", "value": nproc},

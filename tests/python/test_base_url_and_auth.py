@@ -28,6 +28,23 @@ async def test_routes_live_under_a_non_root_base_url(jp_fetch, jp_ws_fetch, jp_b
     assert info.value.code == 403
 
 
+async def test_a_download_link_works_under_the_base_url_with_the_token_in_its_query(
+    jp_fetch, jp_root_dir, jp_serverapp, jp_base_url
+):
+    """The client's download links (profile/raw, memory/raw) are {baseUrl}gpudojo/api/...?token=:
+    a browser follows them with no Authorization header."""
+    trace = jp_root_dir / "step.json"
+    trace.write_text(json.dumps({"traceEvents": [], "schemaVersion": 1}), encoding="utf-8")
+    token = jp_serverapp.identity_provider.token
+    params = {"trace": "file:step.json", "token": token}
+    r = await jp_fetch("gpudojo", "api", "profile", "raw", params=params, headers={"Authorization": ""})
+    assert r.body == trace.read_bytes() and "attachment" in r.headers["Content-Disposition"]
+    assert r.effective_url.split("?")[0].endswith(f"{jp_base_url}gpudojo/api/profile/raw")
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("gpudojo", "api", "profile", "raw", params=params | {"token": ""}, headers={"Authorization": ""})
+    assert info.value.code == 403
+
+
 @pytest.fixture
 def jp_server_config(jp_server_config):
     jp_server_config.ServerApp.allow_unauthenticated_access = False

@@ -79,17 +79,16 @@ def test_every_manifest_loads_and_every_exercise_has_its_parts():
         assert (EXPECT / f"{meta.id}.toml").is_file(), meta.id
 
 
-def test_every_file_a_requirement_names_is_one_of_its_starters():
-    # The exercise view links a failed requirement to these files in the learner's copy.
+def test_every_requirement_names_its_files_and_each_is_one_of_its_starters():
+    # The exercise view links a failed requirement to these files in the learner's copy, and
+    # Start opens them: a requirement naming none leaves the learner without a next step.
     data = CourseCatalog(CONTENT, material_root("labs")).data()
-    named = 0
     for item in data.exercises:
         starters = item.path.parent / "starters"
         for req in item.meta.requirements:
+            assert req.files, f"{item.meta.id}/{req.id} names no file"
             for name in req.files:
-                named += 1
                 assert (starters / name).is_file(), f"{item.meta.id}/{req.id} names {name}, not a starter"
-    assert named, "no exercise names the files of its requirements"
 
 
 @pytest.mark.parametrize("exercise", EXERCISES)

@@ -207,6 +207,48 @@ def test_a_broken_manifest_is_caught_with_the_path_of_its_bad_field(tmp_path):
     assert validate_manifests([{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}}])[0].startswith("Pod x:")
 
 
+def test_trainjob_is_written_for_trainer_v2_3_and_says_which_releases_take_it(tmp_path):
+    """Trainer v2.2.0 replaced podTemplateOverrides with runtimePatches and stopped taking the torch
+    process count from numProcPerNode: the TrainJob patches the runtime, tells torchrun its nproc
+    itself, and its header names the releases that accept it; a v2.1-style override is refused."""
+    ctx = context(tmp_path, nproc=2)
+    files = KubernetesEngine().generate(ctx, where("trainjob", nodes=2))
+    trainjob = documents(files)[-1]
+    spec = trainjob["spec"]
+    assert "podTemplateOverrides" not in spec and "numProcPerNode" not in spec["trainer"]
+    assert "--nproc-per-node=2" in spec["trainer"]["command"]
+    (patch,) = spec["runtimePatches"]
+    assert patch["manager"] == "gpudojo.dev/run"
+    (node,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    pod = node["template"]["spec"]["template"]
+    assert node["name"] == "node" and pod["metadata"]["labels"]["gpudojo.run"] == ctx.run_id
+    assert {v["name"] for v in pod["spec"]["volumes"]} == {"code", "dshm"}
+    text = next(f.content for f in files if f.content.lstrip().startswith("# TrainJob"))
+    assert "written for v2.3.0" in text and "Kubeflow Trainer v2.2.0 and later" in text and "not v2.1.x" in text
+    pytorchjob = next(
+        f.content for f in KubernetesEngine().generate(ctx, where("pytorchjob")) if "PyTorchJob" in f.content
+    )
+    assert "legacy Kubeflow training-operator v1.9" in pytorchjob
+
+    old_style = json.loads(json.dumps(trainjob))
+    old_style["spec"]["podTemplateOverrides"] = [{"targetJobs": [{"name": "node"}]}]
+    old_style["spec"]["trainer"]["numProcPerNode"] = "auto"  # v2.1's int-or-string, an int32 since v2.2
+    problems = validate_manifests([old_style])
+    assert any("spec.podTemplateOverrides: unknown field" in p for p in problems), problems
+    assert any("spec.trainer.numProcPerNode" in p for p in problems), problems
+    bad_mount = json.loads(json.dumps(trainjob))
+    node_pod = bad_mount["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]
+    node_pod["template"]["spec"]["template"]["spec"]["volumes"].pop(0)
+    assert any("volumeMounts[0].name: no volume 'code'" in p for p in validate_manifests([bad_mount]))
+
+
+def test_the_vendored_trainjob_crd_names_its_release_and_source():
+    crds = sorted((CORE_FILE.parent).glob("trainer.kubeflow.org_trainjobs.*.crd.yaml"))
+    assert [p.name for p in crds] == ["trainer.kubeflow.org_trainjobs.v2.3.0.crd.yaml"]
+    head = crds[0].read_text(encoding="utf-8")[:1500]
+    assert "Kubeflow Trainer v2.3.0" in head and "https://github.com/kubeflow/trainer" in head
+
+
 def test_vendored_core_schemas_are_kubernetes_validates_own(tmp_path):
     kv = pytest.importorskip("kubernetes_validate")
     assert kv

@@ -83,3 +83,18 @@ def test_a_bad_or_missing_snapshot_exits_2_with_one_line(tmp_path):
 def test_memory_is_a_command():
     done = memory("--help")
     assert done.returncode == 0 and "summary" in done.stdout and "estimate" in done.stdout
+
+
+def test_transformer_estimate_from_the_shape_and_layout():
+    args = ("transformer", "--layers", "96", "--hidden", "12288", "--heads", "96", "--sequence", "2048")
+    args += ("--vocab", "51200", "--learned-positions", "--tensor-parallel", "8", "--pipeline-parallel", "8")
+    args += ("--sequence-parallel", "--recompute", "selective")
+    doc = json.loads(memory(*args, "--json").stdout)
+    assert doc["parameter_count"] == pytest.approx(175e9, rel=0.01)
+    assert "sbh(34)/8" in doc["terms"][-1]["formula"]
+    text = memory(*args)
+    assert text.returncode == 0 and "FLOPs per token" in text.stdout and "selective recompute" in text.stdout
+    refused = memory(
+        "transformer", "--layers", "4", "--hidden", "100", "--heads", "3", "--sequence", "8", "--vocab", "10"
+    )
+    assert refused.returncode == 2 and "must divide by heads" in refused.stderr and "Traceback" not in refused.stderr

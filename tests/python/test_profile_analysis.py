@@ -238,8 +238,10 @@ def test_a_gzipped_trace_reads_the_same(traces, analysed, tmp_path):
 
 
 def test_reading_in_pieces_equals_one_parse(traces, tmp_path, monkeypatch):
-    """The chunked, two-process reader against orjson on the whole file, on a 60k-event trace."""
+    """The chunked, two-process reader against orjson on the whole file, on a 60k-event trace
+    (the readers used where the compiled scanner is not: test_profile_scan.py tests that one)."""
     big = profile_traces.scale_trace(traces["loader"][0], tmp_path / "big.json", 60_000)
+    monkeypatch.setattr(trace_module, "_scanned", lambda *_: None)
     monkeypatch.setattr(trace_module, "CHUNK_BYTES", 1 << 40)
     whole = read_trace(big)  # the file is under two pieces' size: one parse
     monkeypatch.setattr(trace_module, "CHUNK_BYTES", 256 << 10)

@@ -425,3 +425,47 @@ test('a lesson link opens the memory estimator', async ({ page }) => {
   await estimator.locator('.gpudojo-estimator-run').click();
   await expect(estimator.locator('.gpudojo-estimator-bar')).toBeVisible();
 });
+
+test('a lesson link opens the memory estimator in its transformer mode', async ({ page }) => {
+  const href = 'gpudojo:open-memory?estimator=transformer';
+  const lesson = lessonFiles().find(l => l.text.includes(`](${href})`));
+  expect(lesson, 'lesson 7 links to the transformer estimator').toBeTruthy();
+  await openLab(page);
+  const panel = await openSidebar(page);
+  await panel.locator(`.gpudojo-course-item[data-id="${lesson!.id}"]`).click();
+  const view = page.locator(`#gpudojo-lesson-${lesson!.id}`);
+  const link = view.locator(`a.gpudojo-product-link[data-href="${href}"]`).first();
+  await link.scrollIntoViewIfNeeded();
+  await expect(link).toHaveAttribute('title', /transformer mode/);
+  await link.click();
+  const estimator = page.locator('#gpudojo-memory-estimator .gpudojo-estimator');
+  await expect(estimator).toHaveAttribute('data-mode', 'transformer');
+  const form = estimator.locator('.gpudojo-estimator-form[data-mode="transformer"]');
+  await expect(form).toBeVisible();
+  // GPT-3 175B on 8 x 8 GPUs with sequence parallelism, as the lesson sizes it.
+  for (const [name, value] of Object.entries({
+    layers: '96',
+    hidden: '12288',
+    heads: '96',
+    sequence: '2048',
+    micro_batch: '1',
+    vocab: '51200',
+    tensor_parallel: '8',
+    pipeline_parallel: '8'
+  })) {
+    await form.locator(`input[name="${name}"]`).fill(value);
+  }
+  await form.locator('input[name="sequence_parallel"]').check();
+  await form.locator('input[name="dropout"]').check();
+  await form.locator('.gpudojo-estimator-run').click();
+  await expect(estimator.locator('.gpudojo-estimator-facts')).toContainText('174.6B parameters in all');
+  await expect(estimator.locator('.gpudojo-estimator-formulas li[data-component="activations"]')).toContainText(
+    'sbh(34 + 5as/h)/8'
+  );
+  await expect(estimator.locator('.gpudojo-estimator-bar .gpudojo-estimator-segment')).toHaveCount(5);
+  // A shape the server would refuse is caught in the form, by field.
+  await form.locator('input[name="heads"]').fill('100');
+  await form.locator('.gpudojo-estimator-run').click();
+  await expect(form.locator('.gpudojo-field-error[data-for="heads"]')).toContainText('must divide the hidden size');
+  await keepScreenshot(page, 'memory-estimator-transformer.png');
+});

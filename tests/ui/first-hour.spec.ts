@@ -132,6 +132,14 @@ test('a first hour: home, next step, lesson 1 and its quiz, live progress, a lab
   if (await runs.locator('.gpudojo-runs-empty').count()) {
     await expect(runs.locator('.gpudojo-runs-filters')).toBeHidden();
     expect(await height(runs.locator('.gpudojo-runs-empty'))).toBeLessThan(24);
+    // The one action that starts a run fits the line, not cut off by its ellipsis.
+    const action = runs.locator('.gpudojo-runs-empty-action');
+    await expect(action).toHaveText('Run the first lab…');
+    const [line, button] = await Promise.all([
+      runs.locator('.gpudojo-runs-empty').boundingBox(),
+      action.boundingBox()
+    ]);
+    expect(button!.x + button!.width).toBeLessThanOrEqual(line!.x + line!.width + 0.5);
   }
   await page.mouse.move(1300, 5);
   await page.screenshot({ path: path.join(DOCS, 'sidebar.png') });

@@ -29,6 +29,26 @@ const servers = {
   slurm: { port: port('GPUDOJO_UI_PORT_SLURM', 18993), args: '', script: 'start-lab-slurm.sh' }
 };
 
+/**
+ * The class's JupyterHubs (start-hub.sh, tests/python/hub_harness.py; DummyAuthenticator with one
+ * password each): `hub`, docs/deploy/jupyterhub_config.py with learners alice and bob, on
+ * GPUDOJO_UI_PORT_HUB (default 18895) and the next four ports; `classHub`, the gpudojo-class
+ * service of docs/jupyterhub_class_service.py with instructor ines and the learners' servers
+ * started by class-view.spec.ts with the setup token, on GPUDOJO_UI_PORT_CLASSHUB (default 19530)
+ * and the next five ports.
+ */
+export const HUB_PASSWORD = 'gpudojo-ui-class';
+export const CLASSHUB_PASSWORD = 'gpudojo-ui-classview';
+export const CLASSHUB_SETUP_TOKEN = 'gpudojo-ui-classview-setup';
+const hubs = {
+  hub: { kind: 'deploy', port: port('GPUDOJO_UI_PORT_HUB', 18895), args: HUB_PASSWORD },
+  classHub: {
+    kind: 'class',
+    port: port('GPUDOJO_UI_PORT_CLASSHUB', 19530),
+    args: `${CLASSHUB_PASSWORD} ${CLASSHUB_SETUP_TOKEN}`
+  }
+};
+
 export default defineConfig({
   testDir: '.',
   outputDir: path.join(repo, 'test-results', 'ui'),
@@ -70,24 +90,47 @@ export default defineConfig({
     },
     {
       name: 'no-gpu',
-      testMatch: /(gpu-none|course|exercise|profile|first-hour)\.spec\.ts/,
+      testMatch: /(gpu-none|course|exercise|profile|first-hour|kernel-cpu-run)\.spec\.ts/,
       use: { baseURL: `http://127.0.0.1:${servers.live.port}` }
     },
     {
       name: 'engines',
       testMatch: /(slurm|nodes)\.spec\.ts/,
       use: { baseURL: `http://127.0.0.1:${servers.slurm.port}` }
+    },
+    {
+      name: 'hub',
+      testMatch: /\/hub\.spec\.ts$/,
+      use: { baseURL: `http://127.0.0.1:${hubs.hub.port}` }
+    },
+    {
+      name: 'class-view',
+      testMatch: /\/class-view\.spec\.ts$/,
+      use: { baseURL: `http://127.0.0.1:${hubs.classHub.port}` }
     }
   ],
-  webServer: Object.values(servers).map(s => ({
-    command: `bash tests/ui/${'script' in s ? s.script : 'start-lab.sh'} ${s.port} ${s.args}`,
-    // The Slurm server's wrapper stops its cluster on SIGTERM; the others are SIGKILLed as before.
-    ...('script' in s ? { gracefulShutdown: { signal: 'SIGTERM' as const, timeout: 20_000 } } : {}),
-    cwd: repo,
-    url: `http://127.0.0.1:${s.port}/api/status?token=${TOKEN}`,
-    timeout: 120_000,
-    reuseExistingServer: false,
-    stdout: 'ignore' as const,
-    stderr: 'ignore' as const
-  }))
+  webServer: [
+    ...Object.values(servers).map(s => ({
+      command: `bash tests/ui/${'script' in s ? s.script : 'start-lab.sh'} ${s.port} ${s.args}`,
+      // The Slurm server's wrapper stops its cluster on SIGTERM; the others are SIGKILLed as before.
+      ...('script' in s ? { gracefulShutdown: { signal: 'SIGTERM' as const, timeout: 20_000 } } : {}),
+      cwd: repo,
+      url: `http://127.0.0.1:${s.port}/api/status?token=${TOKEN}`,
+      timeout: 120_000,
+      reuseExistingServer: false,
+      stdout: 'ignore' as const,
+      stderr: 'ignore' as const
+    })),
+    ...Object.values(hubs).map(h => ({
+      command: `bash tests/ui/start-hub.sh ${h.kind} ${h.port} ${h.args}`,
+      // A hub stops the learners' servers, its services and its proxy on SIGTERM.
+      gracefulShutdown: { signal: 'SIGTERM' as const, timeout: 20_000 },
+      cwd: repo,
+      url: `http://127.0.0.1:${h.port}/hub/health`,
+      timeout: 120_000,
+      reuseExistingServer: false,
+      stdout: 'ignore' as const,
+      stderr: 'ignore' as const
+    }))
+  ]
 });

@@ -29,6 +29,8 @@ import type {
   Estimate,
   EventDetail,
   EstimateRequest,
+  TransformerEstimate,
+  TransformerEstimateRequest,
   KernelExamples,
   LabList,
   LessonDoc,
@@ -299,6 +301,11 @@ export class GpudojoClient {
   /** POST memory/estimate: training memory by component, with formulas and the gap to a measured peak. */
   estimateMemory(request: EstimateRequest): Promise<Estimate> {
     return this._post<Estimate>('memory/estimate', request);
+  }
+
+  /** POST memory/estimate-transformer: a transformer's memory per GPU (bytes), parameters and FLOPs per token. */
+  estimateTransformer(request: TransformerEstimateRequest): Promise<TransformerEstimate> {
+    return this._post<TransformerEstimate>('memory/estimate-transformer', request);
   }
 
   /** The URL of GET memory/raw (a link's href: the browser downloads the capture file itself). */

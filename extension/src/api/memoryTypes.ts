@@ -25,6 +25,10 @@ export type EstimateRequest = Required<Omit<S['EstimateRequest'], 'measured_peak
   Pick<S['EstimateRequest'], 'measured_peak_bytes'>;
 export type EstimateTerm = S['EstimateTerm'];
 export type Estimate = S['Estimate'];
+/** POST memory/estimate-transformer: a transformer's shape and parallel layout; the client sends every field. */
+export type TransformerEstimateRequest = Required<S['TransformerEstimateRequest']>;
+export type TransformerEstimate = S['TransformerEstimate'];
+export type Recompute = TransformerEstimateRequest['recompute'];
 
 export type CaptureKind = Capture['kind'];
 export type MemoryAxis = Analysis['axis'];

@@ -761,6 +761,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/gpudojo/api/course/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This learner's progress for an instructor: items done, module test, last checks (read-only) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ProgressSummary"];
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/gpudojo/api/course/labs/{lab_id}/readme": {
         parameters: {
             query?: never;
@@ -3084,6 +3135,91 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["Estimate"];
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Too large: the request body, or a file it names */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gpudojo/api/memory/estimate-transformer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A transformer's training memory per GPU from its shape and parallel layout (DP, TP, PP, ZeRO, recomputation, FlashAttention), with its parameter count and training FLOPs per token */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["TransformerEstimateRequest"];
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TransformerEstimate"];
                     };
                 };
                 /** @description Invalid request */
@@ -5726,6 +5862,29 @@ export interface components {
             /** Memory Available Bytes */
             memory_available_bytes: number;
         };
+        /**
+         * ItemsDone
+         * @description How many items of one kind a learner finished, and which.
+         */
+        ItemsDone: {
+            /** Done */
+            done: number;
+            /**
+             * Total
+             * @description Items of this kind in the course
+             */
+            total: number;
+            /**
+             * Ids
+             * @description The finished items' ids, in course order
+             */
+            ids: string[];
+            /**
+             * Course
+             * @description Every item of this kind in the course, in order
+             */
+            course: string[];
+        };
         /** KernelExample */
         KernelExample: {
             /** Title */
@@ -6044,6 +6203,37 @@ export interface components {
             lane: number;
             /** Spans */
             spans: components["schemas"]["Span"][];
+        };
+        /**
+         * LastCheck
+         * @description An exercise's last finished check: each requirement's outcome, not the learner's code.
+         */
+        LastCheck: {
+            /** Exercise */
+            exercise: string;
+            /**
+             * At
+             * @description Unix time (s) the check finished
+             */
+            at: number;
+            /**
+             * Mode
+             * @enum {string}
+             */
+            mode: "gpu" | "cpu";
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "running" | "done" | "error";
+            /** Completed */
+            completed: boolean;
+            /** Passed */
+            passed: number;
+            /** Applicable */
+            applicable: number;
+            /** Requirements */
+            requirements: components["schemas"]["RequirementOutcome"][];
         };
         /**
          * LaunchStats
@@ -7146,6 +7336,41 @@ export interface components {
             quiz_total: number | null;
         };
         /**
+         * ProgressSummary
+         * @description GET course/summary: one learner's progress as an instructor reads it (read-only).
+         */
+        ProgressSummary: {
+            /**
+             * User
+             * @description Whose progress: the server's owner under JupyterHub, else the caller
+             */
+            user: string;
+            lessons: components["schemas"]["ItemsDone"];
+            labs: components["schemas"]["ItemsDone"];
+            exercises: components["schemas"]["ItemsDone"];
+            /**
+             * @description Best and last attempts; None without a test
+             * @default null
+             */
+            module_test: components["schemas"]["ModuleTestScores"] | null;
+            /**
+             * Last Checks
+             * @description The last check of every exercise checked at least once
+             */
+            last_checks: components["schemas"]["LastCheck"][];
+            /**
+             * Last Activity
+             * @description Unix time (s) of the latest progress write; None: none
+             * @default null
+             */
+            last_activity: number | null;
+            /**
+             * Generated At
+             * @description Unix time (s) this summary was made
+             */
+            generated_at: number;
+        };
+        /**
          * ProgressUpdate
          * @description POST course/progress.
          */
@@ -7298,6 +7523,16 @@ export interface components {
              * @enum {string}
              */
             state: "waiting" | "complete" | "timed_out" | "closed";
+        };
+        /** RequirementOutcome */
+        RequirementOutcome: {
+            /** Id */
+            id: string;
+            /**
+             * Outcome
+             * @enum {string}
+             */
+            outcome: "pending" | "passed" | "failed" | "skipped";
         };
         /** RequirementResult */
         RequirementResult: {
@@ -8165,6 +8400,142 @@ export interface components {
         TraceList: {
             /** Traces */
             traces: components["schemas"]["Trace"][];
+        };
+        /** TransformerEstimate */
+        TransformerEstimate: {
+            /**
+             * Terms
+             * @description Per GPU, as the plain estimate's terms
+             */
+            terms: components["schemas"]["EstimateTerm"][];
+            /** Total Bytes */
+            total_bytes: number;
+            /**
+             * Parameter Count
+             * @description The whole model's parameters N
+             */
+            parameter_count: number;
+            /** Parameters Per Gpu */
+            parameters_per_gpu: number;
+            /**
+             * Activation Bytes Per Layer
+             * @description What one layer keeps for backward on one GPU (bytes)
+             */
+            activation_bytes_per_layer: number;
+            /**
+             * Flops Per Token
+             * @description Training FLOPs per token: 6N + 12 L s h
+             */
+            flops_per_token: number;
+            /**
+             * Notes
+             * @description What the model assumes or leaves out
+             */
+            notes: string[];
+        };
+        /**
+         * TransformerEstimateRequest
+         * @description POST memory/estimate-transformer: a GPT-style model's shape and parallel layout in,
+         *     memory per GPU out (the first pipeline stage, the fullest under 1F1B).
+         */
+        TransformerEstimateRequest: {
+            /**
+             * Layers
+             * @description Transformer layers L
+             */
+            layers: number;
+            /**
+             * Hidden
+             * @description Hidden size h
+             */
+            hidden: number;
+            /**
+             * Heads
+             * @description Attention heads a (h must divide by a)
+             */
+            heads: number;
+            /**
+             * Sequence
+             * @description Sequence length s (tokens)
+             */
+            sequence: number;
+            /**
+             * Micro Batch
+             * @description Micro-batch b (sequences per GPU per step)
+             * @default 1
+             */
+            micro_batch?: number;
+            /**
+             * Vocab
+             * @description Vocabulary V (embedding tied to the output layer)
+             */
+            vocab: number;
+            /**
+             * Learned Positions
+             * @description A learned position table (s x h parameters), as in GPT-2
+             * @default false
+             */
+            learned_positions?: boolean;
+            /**
+             * Precision
+             * @default mixed-bf16
+             * @enum {string}
+             */
+            precision?: "fp32" | "mixed-fp16" | "mixed-bf16" | "bf16";
+            /**
+             * Optimizer
+             * @default adam
+             * @enum {string}
+             */
+            optimizer?: "sgd" | "sgd-momentum" | "adam" | "adamw";
+            /**
+             * Data Parallel
+             * @default 1
+             */
+            data_parallel?: number;
+            /**
+             * Tensor Parallel
+             * @description t: must divide h and a
+             * @default 1
+             */
+            tensor_parallel?: number;
+            /**
+             * Pipeline Parallel
+             * @description p: must divide L (1F1B schedule)
+             * @default 1
+             */
+            pipeline_parallel?: number;
+            /**
+             * Sequence Parallel
+             * @description Megatron sequence parallelism (splits what TP replicates)
+             * @default false
+             */
+            sequence_parallel?: boolean;
+            /**
+             * Zero Stage
+             * @description ZeRO/FSDP stage over the data-parallel ranks
+             * @default 0
+             * @enum {integer}
+             */
+            zero_stage?: 0 | 1 | 2 | 3;
+            /**
+             * Recompute
+             * @default none
+             * @enum {string}
+             */
+            recompute?: "none" | "selective" | "full";
+            /**
+             * Flash Attention
+             * @description Fused attention that never stores the s x s scores
+             * @default false
+             */
+            flash_attention?: boolean;
+            /**
+             * Dropout
+             * @description Dropout layers (their 1-byte masks are kept for backward)
+             * @default true
+             */
+            dropout?: boolean;
         };
         /** TruncatedEvent */
         TruncatedEvent: {

@@ -76,8 +76,15 @@ const ACTIONS: Record<string, ActionSpec> = {
     params: { estimator: false },
     build: query => {
       const estimator = query.get('estimator');
-      if (estimator !== undefined && estimator !== '1') {
-        return 'estimator takes the value 1';
+      if (estimator !== undefined && estimator !== '1' && estimator !== 'transformer') {
+        return 'estimator takes the value 1 or transformer';
+      }
+      if (estimator === 'transformer') {
+        return {
+          command: MemoryCommandIds.openMemory,
+          args: { estimator: true, mode: 'transformer' },
+          description: 'Open the memory estimator in its transformer mode: model shape and parallel layout in, memory per GPU out'
+        };
       }
       return estimator
         ? {

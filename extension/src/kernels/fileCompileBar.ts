@@ -12,7 +12,7 @@ import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import type { ArchList, CompileResult } from '../api/types';
 import { h } from '../dom';
-import { describeDiagnostic } from './diagnostics';
+import { DiagnosticList, goToEditorLine } from './diagnosticList';
 import { diagnosticsExtension, setDiagnostics } from './editorMarks';
 import { fileCompileRequest, fileMode, fileStatus, kernelResources } from './fileFeedback';
 import { Debouncer, LatestRequest } from './latest';
@@ -52,17 +52,11 @@ export class FileCompileBar extends Widget {
     });
     open.addEventListener('click', () => options.openInPlayground());
     this._resources = h('ul', { className: 'gpudojo-file-resources', attrs: { 'aria-label': 'Kernel resources' } });
-    this._list = h('ul', { className: 'gpudojo-diagnostics', attrs: { 'aria-label': 'Diagnostics' } });
-    this._list.addEventListener('click', event => {
-      const line = Number((event.target as Element | null)?.closest('li[data-line]')?.getAttribute('data-line'));
-      if (line > 0) {
-        this._goToLine(line);
-      }
-    });
+    this._list = new DiagnosticList(line => goToEditorLine(options.editor, line));
     this.node.append(
       h('div', { className: 'gpudojo-file-compile-head' }, this._badge, this._status, this._detail, open),
       this._resources,
-      this._list
+      this._list.node
     );
     const editor = options.editor;
     if (editor instanceof CodeMirrorEditor) {
@@ -205,35 +199,8 @@ export class FileCompileBar extends Widget {
     if (editor instanceof CodeMirrorEditor) {
       editor.editor.dispatch({ effects: setDiagnostics.of(diagnostics) });
     }
-    this._list.textContent = '';
-    for (const diagnostic of diagnostics) {
-      const item = h('li', {
-        className: `gpudojo-diagnostic gpudojo-diag-${diagnostic.severity}`,
-        text: describeDiagnostic(diagnostic),
-        attrs: { 'data-severity': diagnostic.severity }
-      });
-      if (diagnostic.line) {
-        item.setAttribute('data-line', String(diagnostic.line));
-        item.title = 'Go to this line';
-        item.tabIndex = 0;
-        item.addEventListener('keydown', event => {
-          if (event.key === 'Enter') {
-            this._goToLine(diagnostic.line!);
-          }
-        });
-      }
-      this._list.appendChild(item);
-    }
-    this._list.hidden = diagnostics.length === 0;
+    this._list.show(diagnostics);
     this._fitHeight();
-  }
-
-  private _goToLine(line: number): void {
-    const editor = this._options.editor;
-    const position = { line: Math.max(0, Math.min(line, editor.lineCount) - 1), column: 0 };
-    editor.setCursorPosition(position);
-    editor.revealPosition(position);
-    editor.focus();
   }
 
   private _options: FileCompileBarOptions;
@@ -241,7 +208,7 @@ export class FileCompileBar extends Widget {
   private _status: HTMLElement;
   private _detail: HTMLElement;
   private _resources: HTMLUListElement;
-  private _list: HTMLUListElement;
+  private _list: DiagnosticList;
   private _debouncer: Debouncer;
   private _latest = new LatestRequest();
   private _archs: ArchList | null = null;

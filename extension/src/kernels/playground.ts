@@ -9,6 +9,7 @@ import { CodeEditor } from '@jupyterlab/codeeditor';
 import { MessageLoop } from '@lumino/messaging';
 import { Panel, SplitPanel, TabPanel, Widget } from '@lumino/widgets';
 import type { GpudojoClient } from '../api/client';
+import { accessMarks } from './accessReport';
 import { gpudojoIcon } from '../icons';
 import type { PlaygroundArgs } from './commands';
 import { playgroundIdOf } from './commands';
@@ -261,10 +262,13 @@ export class KernelPlayground extends Panel {
       case 'occupancy':
         this._occupancy.refresh();
         break;
-      case 'run':
+      case 'run': {
         this._run.refresh();
         this._editor.setDiagnostics(this.model.marks);
+        const runs = this.model.runs;
+        this._editor.setAccessMarks(runs.stale ? [] : accessMarks(runs.result?.memory));
         break;
+      }
       case 'source':
         this._drawFileState();
         break;

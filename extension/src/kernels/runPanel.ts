@@ -1,12 +1,14 @@
 /**
  * The run panel: launch fields (kernel, grid, block, shared memory, arguments,
  * expected outputs), the Run button, and the result, always labelled with the
- * mode that produced it (a GPU, numba's simulator, or compiled only).
+ * mode that produced it (a GPU, numba's simulator, the CPU emulator, or
+ * compiled only); a CPU-emulated run adds its memory-access report.
  */
 
 import { Widget } from '@lumino/widgets';
 import type { OutputCheck, RunResult, RunTiming } from '../api/types';
 import { h } from '../dom';
+import { renderAccessReport } from './accessReportView';
 import { failingThread, formatMs, runModeLabel, runVerdict } from './format';
 import type { PlaygroundModel } from './model';
 import type { RunForm } from './runSpec';
@@ -148,6 +150,9 @@ export class RunPanel extends Widget {
     }
     if (result.checks.length) {
       this._result.appendChild(renderChecks(result.checks));
+    }
+    if (result.memory) {
+      this._result.appendChild(renderAccessReport(result.memory, this._goToLine));
     }
     if (result.timing) {
       this._result.appendChild(

@@ -7,9 +7,9 @@ import { CodeEditor, CodeEditorWrapper } from '@jupyterlab/codeeditor';
 import { CodeMirrorEditor } from '@jupyterlab/codemirror';
 import { Panel, Widget } from '@lumino/widgets';
 import type { Diagnostic, KernelLanguage } from '../api/types';
-import { h } from '../dom';
-import { describeDiagnostic } from './diagnostics';
-import { EditorListener, playgroundExtensions, setDiagnostics, setLinkedLine } from './editorMarks';
+import type { AccessMark } from './accessReport';
+import { DiagnosticList, goToEditorLine } from './diagnosticList';
+import { EditorListener, playgroundExtensions, setAccessMarks, setDiagnostics, setLinkedLine } from './editorMarks';
 
 /** The mime type that picks each language's highlighting from JupyterLab's language registry. */
 export const LANGUAGE_MIME: Record<KernelLanguage, string> = {
@@ -38,16 +38,9 @@ export class SourceEditor extends Panel {
       }
     });
     this._wrapper.addClass('gpudojo-editor');
-    this._list = h('ul', { className: 'gpudojo-diagnostics', attrs: { 'aria-label': 'Diagnostics' } });
-    this._list.addEventListener('click', event => {
-      const item = (event.target as Element | null)?.closest('li[data-line]');
-      const line = Number(item?.getAttribute('data-line'));
-      if (line > 0) {
-        this.goToLine(line);
-      }
-    });
+    this._list = new DiagnosticList(line => this.goToLine(line));
     this.addWidget(this._wrapper);
-    this.addWidget(new Widget({ node: this._list }));
+    this.addWidget(new Widget({ node: this._list.node }));
   }
 
   /** The editor's text. */
@@ -70,35 +63,17 @@ export class SourceEditor extends Panel {
   /** Mark `diagnostics` in the text and list them under it. */
   setDiagnostics(diagnostics: ReadonlyArray<Diagnostic>): void {
     this._view()?.dispatch({ effects: setDiagnostics.of(diagnostics) });
-    this._list.textContent = '';
-    this._list.hidden = diagnostics.length === 0;
-    for (const diagnostic of diagnostics) {
-      const item = h('li', {
-        className: `gpudojo-diagnostic gpudojo-diag-${diagnostic.severity}`,
-        text: describeDiagnostic(diagnostic),
-        attrs: { 'data-severity': diagnostic.severity }
-      });
-      if (diagnostic.line) {
-        item.setAttribute('data-line', String(diagnostic.line));
-        item.title = 'Go to this line';
-        item.tabIndex = 0;
-        item.addEventListener('keydown', event => {
-          if (event.key === 'Enter') {
-            this.goToLine(diagnostic.line!);
-          }
-        });
-      }
-      this._list.appendChild(item);
-    }
+    this._list.show(diagnostics);
   }
 
   /** Put the cursor at the start of `line` (1-based), scroll to it and focus the editor. */
   goToLine(line: number): void {
-    const editor = this._wrapper.editor;
-    const position = { line: Math.max(0, Math.min(line, editor.lineCount) - 1), column: 0 };
-    editor.setCursorPosition(position);
-    editor.revealPosition(position);
-    editor.focus();
+    goToEditorLine(this._wrapper.editor, line);
+  }
+
+  /** Mark the lines a run's memory-access report found wasteful (none: an empty list). */
+  setAccessMarks(marks: ReadonlyArray<AccessMark>): void {
+    this._view()?.dispatch({ effects: setAccessMarks.of(marks) });
   }
 
   /** Show which source line a clicked assembly line came from (null: none). */
@@ -121,5 +96,5 @@ export class SourceEditor extends Panel {
 
   private _model: CodeEditor.Model;
   private _wrapper: CodeEditorWrapper;
-  private _list: HTMLUListElement;
+  private _list: DiagnosticList;
 }

@@ -7,7 +7,8 @@ export namespace MemoryCommandIds {
   /**
    * Open (or reveal) a capture's memory view; args `{capture?, estimator?}`: capture is
    * 'run:<run>:<file>' or 'file:<path>'; without it, the newest capture of the user's runs.
-   * `estimator: true` brings the estimator into view (on its own when there is no capture).
+   * `estimator: true` brings the estimator into view (on its own when there is no capture);
+   * `mode: 'transformer'` opens it in its transformer mode.
    */
   export const openMemory = 'gpudojo:open-memory';
   /** Analyse a snapshot file and open its view; args `{path}` (relative to the server root), else the file browser's selection. */
@@ -24,6 +25,11 @@ export function readCaptureId(args: ReadonlyPartialJSONObject): string | null {
 /** Whether the command was asked to show the estimator (`estimator: true`, or '1' from a link). */
 export function readEstimator(args: ReadonlyPartialJSONObject): boolean {
   return args.estimator === true || args.estimator === '1';
+}
+
+/** The estimator mode a command asks for: 'transformer' (`mode: 'transformer'`), else the plain one. */
+export function readEstimatorMode(args: ReadonlyPartialJSONObject): 'model' | 'transformer' {
+  return args.mode === 'transformer' ? 'transformer' : 'model';
 }
 
 /** The calls newestCapture makes (GpudojoClient satisfies it). */

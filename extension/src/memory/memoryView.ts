@@ -56,6 +56,11 @@ export class MemoryView extends Widget {
   readonly capture: string;
 
   /** The analysis, once loaded. */
+  /** The estimator panel, once the analysis is drawn. */
+  get estimator(): EstimatorView | null {
+    return this._estimator;
+  }
+
   get analysis(): Analysis | null {
     return this._analysis;
   }
@@ -160,8 +165,10 @@ export class MemoryView extends Widget {
       context: analysis.context ?? null,
       measuredPeakBytes: analysis.peak.total_bytes,
       estimate: request => client.estimateMemory(request),
+      estimateTransformer: request => client.estimateTransformer(request),
       colorOf
     });
+    this._estimator = estimator;
     this._status.hidden = true;
     this.node.append(
       header,
@@ -206,6 +213,7 @@ export class MemoryView extends Widget {
 
   private _options: MemoryViewOptions;
   private _analysis: Analysis | null = null;
+  private _estimator: EstimatorView | null = null;
   private _timeline: MemoryTimeline | null = null;
   private _status: HTMLElement;
   private _error: HTMLElement;

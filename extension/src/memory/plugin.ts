@@ -14,8 +14,16 @@ import { Widget } from '@lumino/widgets';
 import { h } from '../dom';
 import { gpudojoIcon } from '../icons';
 import { IGpudojoClient, IMemoryViewer } from '../tokens';
-import { MemoryCommandIds, isSnapshotFile, memoryViewId, newestCapture, readCaptureId, readEstimator } from './commands';
-import { EstimatorView } from './estimatorView';
+import {
+  MemoryCommandIds,
+  isSnapshotFile,
+  memoryViewId,
+  newestCapture,
+  readCaptureId,
+  readEstimator,
+  readEstimatorMode
+} from './commands';
+import { EstimatorMode, EstimatorView } from './estimatorView';
 import { MemoryView } from './memoryView';
 import { categoryColor, readMemoryPalette } from './palette';
 import { RunMemorySection } from './runMemory';
@@ -82,6 +90,7 @@ export const memoryPlugin: JupyterFrontEndPlugin<IMemoryViewer> = {
       caption: "A capture's memory over time: allocations, peak, OOMs, diffs and the estimator",
       execute: async args => {
         const estimator = readEstimator(args);
+        const mode = readEstimatorMode(args);
         let capture = readCaptureId(args);
         if (!capture) {
           // A lesson's link names no capture: the newest one the user recorded.
@@ -90,12 +99,12 @@ export const memoryPlugin: JupyterFrontEndPlugin<IMemoryViewer> = {
         if (capture) {
           const widget = open(capture);
           if (estimator) {
-            revealEstimator(widget.content);
+            revealEstimator(widget.content, mode);
           }
           return widget;
         }
         if (estimator) {
-          return openEstimator();
+          return openEstimator(mode);
         }
         void showErrorMessage(
           'No memory capture yet',
@@ -105,9 +114,10 @@ export const memoryPlugin: JupyterFrontEndPlugin<IMemoryViewer> = {
     });
 
     /** The estimator on its own, for a learner with no capture yet. */
-    const openEstimator = (): MainAreaWidget<Widget> => {
+    const openEstimator = (mode: EstimatorMode): MainAreaWidget<Widget> => {
       const existing = Array.from(app.shell.widgets('main')).find(w => w.id === ESTIMATOR_ID);
       if (existing instanceof MainAreaWidget && !existing.isDisposed) {
+        estimatorViews.get(existing)?.setMode(mode);
         showInMainArea(app, existing);
         return existing;
       }
@@ -119,6 +129,8 @@ export const memoryPlugin: JupyterFrontEndPlugin<IMemoryViewer> = {
         context: null,
         measuredPeakBytes: null,
         estimate: request => client.estimateMemory(request),
+        estimateTransformer: request => client.estimateTransformer(request),
+        mode,
         colorOf: c => categoryColor(palette, c)
       });
       content.node.append(
@@ -130,6 +142,7 @@ export const memoryPlugin: JupyterFrontEndPlugin<IMemoryViewer> = {
       );
       const widget = new MainAreaWidget({ content });
       widget.id = ESTIMATOR_ID;
+      estimatorViews.set(widget, view);
       widget.title.label = 'Memory estimator';
       widget.title.icon = gpudojoIcon;
       widget.title.closable = true;
@@ -190,10 +203,17 @@ export const memoryPlugin: JupyterFrontEndPlugin<IMemoryViewer> = {
 /** The DOM id of the estimator opened without a capture. */
 const ESTIMATOR_ID = 'gpudojo-memory-estimator';
 
+/** The estimator opened on its own, by its widget (to switch its mode when a link asks again). */
+const estimatorViews = new WeakMap<Widget, EstimatorView>();
+
 /** Scroll a memory view's estimator into view once the view has drawn it (given up after a minute). */
-function revealEstimator(view: MemoryView): void {
+function revealEstimator(view: MemoryView, mode: EstimatorMode): void {
   const find = () => view.node.querySelector<HTMLElement>('.gpudojo-estimator');
-  const reveal = (node: HTMLElement) => requestAnimationFrame(() => node.scrollIntoView({ block: 'start' }));
+  const reveal = (node: HTMLElement) =>
+    requestAnimationFrame(() => {
+      view.estimator?.setMode(mode);
+      node.scrollIntoView({ block: 'start' });
+    });
   const now = find();
   if (now) {
     reveal(now);

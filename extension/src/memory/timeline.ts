@@ -14,7 +14,8 @@ import { LayoutMode, StackLayout, columnAt, hitTest, layoutWindow } from './stac
 import { AxesSpec, PLOT_MARGIN, PlotBox, drawAxes, drawHighlight, drawMarker, drawStack } from './timelineDraw';
 import { tooltipContent } from './tooltip';
 import { listenForNavigation } from '../timeline/navigation';
-import { TimeRange, ZOOM_STEP, sameRange, stretchImage, zoomAt } from '../timeline/viewport';
+import { clearedBase, drawStretched, placeTooltip, sizeCanvas, timelineTools } from '../timeline/canvasFrame';
+import { TimeRange, sameRange, zoomAt } from '../timeline/viewport';
 import { FetchWindow, WindowLoader } from '../timeline/windowLoader';
 
 /** The memory timeline waits a little longer than the profile's after the last viewport change (ms). */
@@ -44,24 +45,18 @@ export class MemoryTimeline {
     });
     this._tooltip = h('div', { className: 'gpudojo-memory-tooltip', attrs: { role: 'status' } });
     this._tooltip.hidden = true;
-    this._range = h('span', { className: 'gpudojo-memory-range' });
-    const button = (className: string, text: string, title: string, act: () => void) => {
-      const b = h('button', { className: `jp-Button jp-mod-styled jp-mod-minimal ${className}`, text, title });
-      b.type = 'button';
-      b.addEventListener('click', act);
-      return b;
-    };
-    const tools = h(
-      'div',
-      { className: 'gpudojo-memory-tools' },
-      button('gpudojo-memory-zoom-in', '+', 'Zoom in (or the mouse wheel over the chart)', () => this.zoom(ZOOM_STEP)),
-      button('gpudojo-memory-zoom-out', '−', 'Zoom out', () => this.zoom(1 / ZOOM_STEP)),
-      button('gpudojo-memory-zoom-reset', 'Whole capture', 'Show the whole capture again', () => this.reset()),
-      this._range,
-      h('span', { className: 'gpudojo-memory-hint', text: 'Drag to pan, wheel to zoom, click an allocation to pin it.' })
-    );
+    const tools = timelineTools({
+      feature: 'memory',
+      wheelOver: 'the chart',
+      wholeLabel: 'Whole capture',
+      wholeTitle: 'Show the whole capture again',
+      hint: 'Drag to pan, wheel to zoom, click an allocation to pin it.',
+      zoom: factor => this.zoom(factor),
+      reset: () => this.reset()
+    });
+    this._range = tools.range;
     this._plot = h('div', { className: 'gpudojo-memory-plot' }, this.canvas, this._tooltip);
-    this.node = h('div', { className: 'gpudojo-memory-timeline' }, tools, this._plot);
+    this.node = h('div', { className: 'gpudojo-memory-timeline' }, tools.node, this._plot);
     this._palette = readMemoryPalette(this.node);
     this._loader = new WindowLoader({
       fetch: options.fetch,
@@ -152,12 +147,7 @@ export class MemoryTimeline {
       return;
     }
     this._cssWidth = width;
-    const dpr = window.devicePixelRatio || 1;
-    this._dpr = dpr;
-    this.canvas.style.width = `${width}px`;
-    this.canvas.style.height = `${CANVAS_HEIGHT}px`;
-    this.canvas.width = Math.round(width * dpr);
-    this.canvas.height = Math.round(CANVAS_HEIGHT * dpr);
+    this._dpr = sizeCanvas(this.canvas, width, CANVAS_HEIGHT);
     this._paintBase();
     this._request(this._layout === null);
   }
@@ -216,15 +206,10 @@ export class MemoryTimeline {
       return;
     }
     const box = this._box();
-    const base = (this._base ??= document.createElement('canvas'));
-    base.width = Math.round(box.width * this._dpr);
-    base.height = Math.round(box.height * this._dpr);
-    const ctx = base.getContext('2d');
+    const ctx = clearedBase((this._base ??= document.createElement('canvas')), box.width, box.height, this._dpr);
     if (!ctx) {
       return;
     }
-    ctx.setTransform(this._dpr, 0, 0, this._dpr, 0, 0);
-    ctx.clearRect(0, 0, box.width, box.height);
     drawStack(ctx, layout, window, { x: 0, y: 0, width: box.width, height: box.height }, this._yMax, this._palette);
     this._baseRange = this._windowRange;
   }
@@ -245,13 +230,7 @@ export class MemoryTimeline {
     const drawn = this._baseRange;
     const current = drawn !== null && sameRange(drawn, this._view);
     if (base && drawn) {
-      const place = stretchImage(drawn, this._view, box.width);
-      ctx.save();
-      ctx.beginPath();
-      ctx.rect(box.x, box.y, box.width, box.height);
-      ctx.clip();
-      ctx.drawImage(base, box.x + place.x, box.y, place.width, box.height);
-      ctx.restore();
+      drawStretched(ctx, base, drawn, this._view, box);
     }
     if (current && this._layout && this._hoverKey !== null) {
       drawHighlight(ctx, this._layout, this._hoverKey, box, this._yMax, this._palette);
@@ -335,11 +314,7 @@ export class MemoryTimeline {
     tip.setAttribute('data-kind', content.kind);
     tip.append(...content.lines);
     tip.hidden = false;
-    // Keep the tooltip inside the plot: flip left of the cursor near the right edge.
-    const flip = x > this._cssWidth - 280;
-    tip.style.left = flip ? '' : `${x + 14}px`;
-    tip.style.right = flip ? `${this._cssWidth - x + 14}px` : '';
-    tip.style.top = `${Math.max(0, y - 10)}px`;
+    placeTooltip(tip, x, y - 10, this._cssWidth, 280);
   }
 
   private _hideTooltip(): void {

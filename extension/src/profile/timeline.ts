@@ -10,7 +10,8 @@
 import type { EventDetail, ProfileSummary, ProfileWindow, Span } from '../api/types';
 import { NextFrame, h } from '../dom';
 import { listenForNavigation } from '../timeline/navigation';
-import { TimeRange, ZOOM_STEP, sameRange, stretchImage, zoomAt } from '../timeline/viewport';
+import { clearedBase, drawStretched, placeTooltip, sizeCanvas, timelineTools } from '../timeline/canvasFrame';
+import { TimeRange, sameRange, zoomAt } from '../timeline/viewport';
 import { EventCache } from './eventCache';
 import { formatUs, timeTickLabels } from './format';
 import { LanesLayout, SpanIndex, hitSpan, indexWindow, layoutLanes, spanRect } from './laneLayout';
@@ -52,27 +53,18 @@ export class ProfileTimeline {
     });
     this._tooltip = h('div', { className: 'gpudojo-profile-tooltip', attrs: { role: 'status' } });
     this._tooltip.hidden = true;
-    this._range = h('span', { className: 'gpudojo-profile-range' });
-    const button = (className: string, text: string, title: string, act: () => void) => {
-      const b = h('button', { className: `jp-Button jp-mod-styled jp-mod-minimal ${className}`, text, title });
-      b.type = 'button';
-      b.addEventListener('click', act);
-      return b;
-    };
-    const tools = h(
-      'div',
-      { className: 'gpudojo-profile-tools' },
-      button('gpudojo-profile-zoom-in', '+', 'Zoom in (or the mouse wheel over the timeline)', () => this.zoom(ZOOM_STEP)),
-      button('gpudojo-profile-zoom-out', '−', 'Zoom out', () => this.zoom(1 / ZOOM_STEP)),
-      button('gpudojo-profile-zoom-reset', 'Whole trace', 'Show the whole trace again (or double-click)', () => this.reset()),
-      this._range,
-      h('span', {
-        className: 'gpudojo-profile-hint',
-        text: 'Wheel or pinch to zoom, drag to pan, double-click for the whole trace; hover a span for its shapes and stack.'
-      })
-    );
+    const tools = timelineTools({
+      feature: 'profile',
+      wheelOver: 'the timeline',
+      wholeLabel: 'Whole trace',
+      wholeTitle: 'Show the whole trace again (or double-click)',
+      hint: 'Wheel or pinch to zoom, drag to pan, double-click for the whole trace; hover a span for its shapes and stack.',
+      zoom: factor => this.zoom(factor),
+      reset: () => this.reset()
+    });
+    this._range = tools.range;
     this._plot = h('div', { className: 'gpudojo-profile-plot' }, this.canvas, this._tooltip);
-    this.node = h('div', { className: 'gpudojo-profile-timeline' }, tools, this._plot);
+    this.node = h('div', { className: 'gpudojo-profile-timeline' }, tools.node, this._plot);
     this._palette = readProfilePalette(this.node);
     this._loader = new WindowLoader<ProfileWindow>({
       fetch: options.fetch,
@@ -153,13 +145,7 @@ export class ProfileTimeline {
     // The first resize comes once the timeline is in the page: its theme colours can be read now.
     this._palette = readProfilePalette(this.node);
     this._hatch = null;
-    const dpr = window.devicePixelRatio || 1;
-    this._dpr = dpr;
-    const height = this._cssHeight();
-    this.canvas.style.width = `${width}px`;
-    this.canvas.style.height = `${height}px`;
-    this.canvas.width = Math.round(width * dpr);
-    this.canvas.height = Math.round(height * dpr);
+    this._dpr = sizeCanvas(this.canvas, width, this._cssHeight());
     this._paintBase();
     this._frame.schedule();
     this._request(this._window === null);
@@ -209,15 +195,10 @@ export class ProfileTimeline {
       return;
     }
     const width = this._plotWidth();
-    const base = (this._base ??= document.createElement('canvas'));
-    base.width = Math.round(width * this._dpr);
-    base.height = Math.round(this._layout.height * this._dpr);
-    const ctx = base.getContext('2d');
+    const ctx = clearedBase((this._base ??= document.createElement('canvas')), width, this._layout.height, this._dpr);
     if (!ctx) {
       return;
     }
-    ctx.setTransform(this._dpr, 0, 0, this._dpr, 0, 0);
-    ctx.clearRect(0, 0, width, this._layout.height);
     this._hatch ??= makeHatch(ctx, this._palette.axis);
     drawSpans(ctx, window, this._layout, range, width, this._palette, this._hatch);
     this._baseRange = range;
@@ -236,13 +217,7 @@ export class ProfileTimeline {
     const base = this._base;
     const drawn = this._baseRange;
     if (base && drawn) {
-      const place = stretchImage(drawn, this._view, width);
-      ctx.save();
-      ctx.beginPath();
-      ctx.rect(left, top, width, this._layout.height);
-      ctx.clip();
-      ctx.drawImage(base, left + place.x, top, place.width, this._layout.height);
-      ctx.restore();
+      drawStretched(ctx, base, drawn, this._view, { x: left, y: top, width, height: this._layout.height });
     }
     const hovered = this._hovered;
     if (hovered && drawn && sameRange(drawn, this._view)) {
@@ -322,12 +297,7 @@ export class ProfileTimeline {
   }
 
   private _placeTooltip(x: number, y: number): void {
-    // Keep the tooltip inside the plot: flip left of the cursor near the right edge.
-    const tip = this._tooltip;
-    const flip = x > this._cssWidth - 360;
-    tip.style.left = flip ? '' : `${x + 14}px`;
-    tip.style.right = flip ? `${this._cssWidth - x + 14}px` : '';
-    tip.style.top = `${Math.max(0, y + 12)}px`;
+    placeTooltip(this._tooltip, x, y + 12, this._cssWidth, 360);
   }
 
   private _hideTooltip(): void {

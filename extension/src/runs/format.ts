@@ -154,3 +154,48 @@ export function runTabLabel(run: { lab?: string | null; title: string; created_a
   const two = (n: number) => String(n).padStart(2, '0');
   return `${title} · ${two(d.getHours())}:${two(d.getMinutes())}`;
 }
+
+/** What an empty Runs list says, and the one action that moves the learner on. */
+export interface EmptyRunsState {
+  /** True when filters hide every run (the filters stay in view to be changed). */
+  filtered: boolean;
+  text: string;
+  /** The button: start a lab's run, or clear the filters; null when there is nothing to offer yet. */
+  action: { kind: 'run-lab'; lab: string; label: string; title: string } | { kind: 'clear-filters'; label: string; title: string } | null;
+}
+
+const EMPTY_HINT = 'Press Run on a lab in the Course section, or right-click a .py file: Run with torchrun…';
+
+/**
+ * The empty list's words: no runs at all (offer the first runnable lab's run
+ * form), or no runs under the chosen lab and status (offer to show them all).
+ */
+export function emptyRunsState(
+  filter: { lab: string; status: RunStatus | '' },
+  labs: ReadonlyArray<{ id: string; title: string }>
+): EmptyRunsState {
+  if (filter.lab || filter.status) {
+    const status = filter.status ? `${statusLabel(filter.status).toLowerCase()} ` : '';
+    const lab = filter.lab ? ` of ${labs.find(l => l.id === filter.lab)?.title ?? filter.lab}` : '';
+    return {
+      filtered: true,
+      text: `No ${status}runs${lab}.`,
+      action: { kind: 'clear-filters', label: 'Show all runs', title: 'Clear the lab and status filters' }
+    };
+  }
+  const first = labs[0];
+  if (!first) {
+    return { filtered: false, text: `No runs yet. ${EMPTY_HINT}`, action: null };
+  }
+  return {
+    filtered: false,
+    text: 'No runs yet:',
+    action: {
+      kind: 'run-lab',
+      lab: first.id,
+      // The sidebar gives the line one row: the label stays short, the lab's name is in its title.
+      label: 'Run the first lab…',
+      title: `Choose the parameters of “${first.title}” and start it. Any lab runs from the Course section; a .py file runs with torchrun from its right-click menu.`
+    }
+  };
+}

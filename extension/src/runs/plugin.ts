@@ -61,7 +61,8 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
     const list = new RunsList({
       model: listModel,
       labs,
-      openRun: id => void app.commands.execute(RunCommandIds.openRun, { id })
+      openRun: id => void app.commands.execute(RunCommandIds.openRun, { id }),
+      runLab: lab => void app.commands.execute(RunCommandIds.runLab, { lab })
     });
     sidebar.addSection(list, { rank: RUNS_SECTION_RANK });
 

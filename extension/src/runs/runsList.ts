@@ -5,7 +5,7 @@ import { Widget } from '@lumino/widgets';
 import type { Run, RunStatus } from '../api/types';
 import { h } from '../dom';
 import { whereShort } from './engineStatus';
-import { formatDuration, runDuration, statusLabel } from './format';
+import { emptyRunsState, formatDuration, runDuration, statusLabel } from './format';
 import type { LabCatalog } from './labCatalog';
 import { paramSummary } from './params';
 import { RunsListModel } from './runsListModel';
@@ -23,7 +23,13 @@ export function startedText(seconds: number, now: Date = new Date()): string {
 }
 
 export class RunsList extends Widget {
-  constructor(options: { model: RunsListModel; labs: LabCatalog; openRun: (id: string) => void }) {
+  constructor(options: {
+    model: RunsListModel;
+    labs: LabCatalog;
+    openRun: (id: string) => void;
+    /** Open lab `id`'s run form (the empty list's action). */
+    runLab: (id: string) => void;
+  }) {
     super();
     this.id = 'gpudojo-runs-list';
     this.addClass('gpudojo-runs-list');
@@ -32,6 +38,7 @@ export class RunsList extends Widget {
     this._model = options.model;
     this._labs = options.labs;
     this._openRun = options.openRun;
+    this._runLab = options.runLab;
 
     this._labFilter = h('select', {
       className: 'jp-mod-styled gpudojo-runs-filter-lab',
@@ -61,7 +68,7 @@ export class RunsList extends Widget {
       this._body
     );
     this._model.changed.connect(this._render, this);
-    this._labs.changed.connect(this._renderLabFilter, this);
+    this._labs.changed.connect(this._onLabsChanged, this);
     this._renderLabFilter();
     this._render();
   }
@@ -69,6 +76,12 @@ export class RunsList extends Widget {
   protected onAfterAttach(msg: Message): void {
     super.onAfterAttach(msg);
     this._model.start();
+  }
+
+  private _onLabsChanged(): void {
+    this._renderLabFilter();
+    // The empty list offers the first lab, and a filtered one names its lab: both need the labs.
+    this._render();
   }
 
   private _renderLabFilter(): void {
@@ -90,12 +103,7 @@ export class RunsList extends Widget {
     }
     if (!runs.length) {
       if (this._model.loaded && !error) {
-        body.appendChild(
-          h('div', {
-            className: 'gpudojo-runs-empty',
-            text: 'No runs yet. Press Run on a lab in the Course section, or right-click a .py file: Run with torchrun….'
-          })
-        );
+        body.appendChild(this._empty());
       }
       return;
     }
@@ -105,6 +113,36 @@ export class RunsList extends Widget {
       list.appendChild(this._row(run, now));
     }
     body.appendChild(list);
+  }
+
+  /** No runs at all: one line and the first lab's Run; none under the filters: say so, keep the filters, offer all. */
+  private _empty(): HTMLElement {
+    const state = emptyRunsState(this._model.filter, this._labs.labs);
+    const node = h('div', {
+      className: state.filtered ? 'gpudojo-runs-none-match' : 'gpudojo-runs-empty',
+      title: state.action?.title ?? state.text,
+      attrs: { 'data-filtered': String(state.filtered) }
+    }, state.text);
+    const action = state.action;
+    if (action) {
+      const button = h('button', {
+        className: 'gpudojo-runs-empty-action',
+        text: action.label,
+        title: action.title,
+        attrs: { type: 'button', 'data-action': action.kind }
+      });
+      button.addEventListener('click', () => {
+        if (action.kind === 'run-lab') {
+          this._runLab(action.lab);
+        } else {
+          this._labFilter.value = '';
+          this._statusFilter.value = '';
+          this._model.setFilter({ lab: '', status: '' });
+        }
+      });
+      node.append(' ', button);
+    }
+    return node;
   }
 
   private _row(run: Run, now: number): HTMLElement {
@@ -148,6 +186,7 @@ export class RunsList extends Widget {
   private _model: RunsListModel;
   private _labs: LabCatalog;
   private _openRun: (id: string) => void;
+  private _runLab: (id: string) => void;
   private _labFilter: HTMLSelectElement;
   private _statusFilter: HTMLSelectElement;
   private _body: HTMLElement;

@@ -152,8 +152,8 @@ export const WHERE_FIELDS: Record<EngineName, ReadonlyArray<WhereField>> = {
       type: 'choice',
       default: 'trainjob',
       choices: [
-        { value: 'trainjob', label: 'TrainJob (Kubeflow Trainer v2)' },
-        { value: 'pytorchjob', label: 'PyTorchJob (training operator v1)' },
+        { value: 'trainjob', label: 'TrainJob (Kubeflow Trainer v2.2 and later)' },
+        { value: 'pytorchjob', label: 'PyTorchJob (legacy training-operator v1)' },
         { value: 'job', label: 'Indexed Job + headless Service (no operator)' }
       ],
       help: 'Which resource the job is: an operator’s, or plain Kubernetes.'

@@ -173,3 +173,22 @@ class EstimateHandler(MemoryBase):
 
         body = self.parse_body(EstimateRequest)
         self.write_model(self.services.memory.estimate(body))
+
+
+class TransformerEstimateHandler(MemoryBase):
+    api_doc = {
+        "post": {
+            "summary": "A transformer's training memory per GPU from its shape and parallel layout (DP, TP, PP, "
+            "ZeRO, recomputation, FlashAttention), with its parameter count and training FLOPs per token",
+            "request": "TransformerEstimateRequest",
+            "response": "TransformerEstimate",
+        }
+    }
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        from ..memory.models import TransformerEstimateRequest
+
+        body = self.parse_body(TransformerEstimateRequest)
+        self.write_model(self.services.memory.estimate_transformer(body))

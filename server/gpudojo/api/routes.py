@@ -9,6 +9,7 @@ from .course import (
     AcceptanceHandler,
     CatalogHandler,
     LabReadmeHandler,
+    LearnerSummaryHandler,
     LessonHandler,
     ModuleTestHandler,
     NotebookHandler,
@@ -26,6 +27,7 @@ from .memory import (
     DiffHandler,
     EstimateHandler,
     RawHandler,
+    TransformerEstimateHandler,
     WindowHandler,
 )
 from .openapi import OpenAPIHandler
@@ -66,6 +68,7 @@ ROUTES: list[tuple[str, type]] = [
     ("course/progress", ProgressHandler),
     ("course/module-test", ModuleTestHandler),
     ("course/acceptance", AcceptanceHandler),
+    ("course/summary", LearnerSummaryHandler),
     (f"course/labs/{LAB_ID}/readme", LabReadmeHandler),
     (f"exercises/{EXERCISE_ID}", ExerciseHandler),
     (f"exercises/{EXERCISE_ID}/start", ExerciseStartHandler),
@@ -92,6 +95,7 @@ ROUTES: list[tuple[str, type]] = [
     ("memory/diff", DiffHandler),
     ("memory/raw", RawHandler),
     ("memory/estimate", EstimateHandler),
+    ("memory/estimate-transformer", TransformerEstimateHandler),
     ("profile/traces", TracesHandler),
     ("profile/summary", SummaryHandler),
     ("profile/analyze", AnalyzeTraceHandler),

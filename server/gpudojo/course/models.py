@@ -469,6 +469,47 @@ class Acceptance(_Model):
     problems: list[Problem] = Field(default_factory=list)
 
 
+class ItemsDone(_Model):
+    """How many items of one kind a learner finished, and which."""
+
+    done: int
+    total: int = Field(description="Items of this kind in the course")
+    ids: list[str] = Field(description="The finished items' ids, in course order")
+    course: list[str] = Field(description="Every item of this kind in the course, in order")
+
+
+class RequirementOutcome(_Model):
+    id: str
+    outcome: Outcome
+
+
+class LastCheck(_Model):
+    """An exercise's last finished check: each requirement's outcome, not the learner's code."""
+
+    exercise: str
+    at: float = Field(description="Unix time (s) the check finished")
+    mode: CheckMode
+    status: Literal["running", "done", "error"]
+    completed: bool
+    passed: int
+    applicable: int
+    requirements: list[RequirementOutcome]
+
+
+class ProgressSummary(_Model):
+    """GET course/summary: one learner's progress as an instructor reads it (read-only)."""
+
+    user: str = Field(description="Whose progress: the server's owner under JupyterHub, else the caller")
+    lessons: ItemsDone
+    labs: ItemsDone
+    exercises: ItemsDone
+    module_test: ModuleTestScores | None = Field(None, description="Best and last attempts; None without a test")
+    last_checks: list[LastCheck] = Field(description="The last check of every exercise checked at least once")
+    last_activity: float | None = Field(None, description="Unix time (s) of the latest progress write; None: none")
+    generated_at: float = Field(description="Unix time (s) this summary was made")
+
+
 Catalog.model_rebuild()
 LessonDoc.model_rebuild()
 ExerciseDoc.model_rebuild()
+ProgressSummary.model_rebuild()

@@ -286,6 +286,17 @@ class ProgressStore:
             ).fetchone()
         return CheckAttempt.model_validate_json(row[0]) if row else None
 
+    def last_activity(self, user: str) -> float | None:
+        """Unix time (s) of this user's latest write: a status set, a quiz or test graded, a check."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT max(t) FROM (SELECT max(updated_at) AS t FROM progress WHERE user = ?"
+                " UNION ALL SELECT max(at) FROM quiz_attempts WHERE user = ?"
+                " UNION ALL SELECT max(at) FROM exercise_checks WHERE user = ?)",
+                (user, user, user),
+            ).fetchone()
+        return row[0]
+
     def users(self) -> list[str]:
         with self._lock:
             rows = self._db.execute(

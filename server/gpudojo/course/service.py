@@ -20,6 +20,7 @@ from .models import (
     NotebookCopy,
     Problem,
     ProgressEntry,
+    ProgressSummary,
     ProgressUpdate,
     Quiz,
     QuizQuestionPublic,
@@ -29,6 +30,7 @@ from .models import (
 from .notebooks import copy_lesson_as_notebook
 from .progress import ProgressStore
 from .quiz import grade, order_key, public_questions
+from .summary import summarise
 
 # The name of the secret that orders quiz choices (ProgressStore.secret).
 QUIZ_ORDER_SECRET = "quiz-order"
@@ -76,6 +78,12 @@ class CourseService:
             gpus=gpus,
             module_test=moduletest.scores(self.store, user, test) if test else None,
         )
+
+    def summary(self, user: str) -> ProgressSummary:
+        """``user``'s progress as an instructor reads it (course/summary.py)."""
+        test, _ = self._module_test()
+        scores = moduletest.scores(self.store, user, test) if test else None
+        return summarise(self.catalog_source.data(), self.store, user, scores)
 
     def _module_test(self) -> tuple[ModuleTest | None, list[Problem]]:
         path = self.catalog_source.content_root / moduletest.MODULE_TEST_FILE

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 CaptureKind = Literal["cuda-snapshot", "cpu-profiler"]
 Axis = Literal["time_us", "event_index"]
@@ -193,3 +193,49 @@ class Estimate(_Model):
     measured_peak_bytes: int | None = None
     gap_bytes: int | None = None
     gap_explained: list[str] = Field(default_factory=list, description="What the gap is made of, in words")
+
+
+class TransformerEstimateRequest(_Model):
+    """POST memory/estimate-transformer: a GPT-style model's shape and parallel layout in,
+    memory per GPU out (the first pipeline stage, the fullest under 1F1B)."""
+
+    layers: int = Field(ge=1, le=1000, description="Transformer layers L")
+    hidden: int = Field(ge=1, le=1 << 20, description="Hidden size h")
+    heads: int = Field(ge=1, le=4096, description="Attention heads a (h must divide by a)")
+    sequence: int = Field(ge=1, le=1 << 22, description="Sequence length s (tokens)")
+    micro_batch: int = Field(1, ge=1, le=1 << 16, description="Micro-batch b (sequences per GPU per step)")
+    vocab: int = Field(ge=1, le=1 << 24, description="Vocabulary V (embedding tied to the output layer)")
+    learned_positions: bool = Field(False, description="A learned position table (s x h parameters), as in GPT-2")
+    precision: Literal["fp32", "mixed-fp16", "mixed-bf16", "bf16"] = "mixed-bf16"
+    optimizer: Literal["sgd", "sgd-momentum", "adam", "adamw"] = "adam"
+    data_parallel: int = Field(1, ge=1, le=1 << 20)
+    tensor_parallel: int = Field(1, ge=1, le=1024, description="t: must divide h and a")
+    pipeline_parallel: int = Field(1, ge=1, le=1024, description="p: must divide L (1F1B schedule)")
+    sequence_parallel: bool = Field(False, description="Megatron sequence parallelism (splits what TP replicates)")
+    zero_stage: Literal[0, 1, 2, 3] = Field(0, description="ZeRO/FSDP stage over the data-parallel ranks")
+    recompute: Literal["none", "selective", "full"] = "none"
+    flash_attention: bool = Field(False, description="Fused attention that never stores the s x s scores")
+    dropout: bool = Field(True, description="Dropout layers (their 1-byte masks are kept for backward)")
+
+    @model_validator(mode="after")
+    def _shapes_divide(self) -> TransformerEstimateRequest:
+        problems = []
+        if self.hidden % self.heads:
+            problems.append(f"hidden {self.hidden} must divide by heads {self.heads}")
+        if self.heads % self.tensor_parallel or self.hidden % self.tensor_parallel:
+            problems.append(f"tensor_parallel {self.tensor_parallel} must divide heads and hidden")
+        if self.layers % self.pipeline_parallel:
+            problems.append(f"pipeline_parallel {self.pipeline_parallel} must divide layers {self.layers}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+class TransformerEstimate(_Model):
+    terms: list[EstimateTerm] = Field(description="Per GPU, as the plain estimate's terms")
+    total_bytes: int
+    parameter_count: int = Field(description="The whole model's parameters N")
+    parameters_per_gpu: int
+    activation_bytes_per_layer: int = Field(description="What one layer keeps for backward on one GPU (bytes)")
+    flops_per_token: int = Field(description="Training FLOPs per token: 6N + 12 L s h")
+    notes: list[str] = Field(default_factory=list, description="What the model assumes or leaves out")

@@ -98,3 +98,16 @@ def render_estimate_text(est: dict[str, Any]) -> str:
         lines.append(f"Measured peak {_gib(est['measured_peak_bytes'])}, gap {_signed(est['gap_bytes'] or 0)}")
         lines += [f"  {g}" for g in est["gap_explained"]]
     return "\n".join(["Estimated training memory:", *lines])
+
+
+def render_transformer_text(est: dict[str, Any]) -> str:
+    """A transformer's estimate: the terms per GPU with formulas, then parameters, FLOPs and notes."""
+    lines = [f"  {t['component']:<18} {_gib(t['bytes']):>12}  {t['formula']}" for t in est["terms"]]
+    lines.append(f"  {'total':<18} {_gib(est['total_bytes']):>12}")
+    lines += [
+        f"Parameters: {est['parameter_count']:,} in all, {est['parameters_per_gpu']:,} on this GPU",
+        f"Training FLOPs per token (6N + 12Lsh): {est['flops_per_token']:,}",
+        f"Activations per layer on this GPU: {_gib(est['activation_bytes_per_layer'])}",
+        *[f"  {n}" for n in est["notes"]],
+    ]
+    return "\n".join(["Estimated training memory per GPU:", *lines])

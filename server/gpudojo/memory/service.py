@@ -13,13 +13,25 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..analysed_files import AnalysedFiles, FileKind, FileRequestError
+from ..analysed_files import KEEP_OPEN_BYTES, AnalysedFiles, FileKind, FileRequestError
 from ..errors import ServiceError, TooLarge
 from ..runfolder import CAPTURE_NAME
 from ..worker.pipe import WarmWorker
 from .analysis import ANALYSIS_VERSION, Loaded, diff
 from .estimator import estimate
-from .models import Analysis, AnalysisProgress, Capture, CaptureList, Diff, Estimate, EstimateRequest, Window
+from .models import (
+    Analysis,
+    AnalysisProgress,
+    Capture,
+    CaptureList,
+    Diff,
+    Estimate,
+    EstimateRequest,
+    TransformerEstimate,
+    TransformerEstimateRequest,
+    Window,
+)
+from .transformer import estimate_transformer
 
 CAPTURES = FileKind(
     noun="capture",
@@ -48,11 +60,12 @@ class MemoryService:
         analysis_timeout_s: float = 300.0,
         max_capture_bytes: int = 2 * 1024**3,
         max_rss_bytes: int | None = 2 * 1024**3,
+        keep_open_bytes: int = KEEP_OPEN_BYTES,
         python: str = sys.executable,
     ) -> None:
         self.cache_dir = data_dir / "memory-cache"
         # One warm analysis worker (the snapshot scanner's compiled code loaded once), one
-        # analysis at a time, the last four analyses open for the viewer's queries.
+        # analysis at a time, the last few analyses open for the viewer's queries (analysed_files).
         self.files = _Captures(
             CAPTURES,
             data_dir,
@@ -63,6 +76,7 @@ class MemoryService:
             max_bytes=max_capture_bytes,
             python=python,
             max_rss_bytes=max_rss_bytes,
+            keep_open_bytes=keep_open_bytes,
         )
 
     @property
@@ -179,6 +193,9 @@ class MemoryService:
 
     def estimate(self, req: EstimateRequest) -> Estimate:
         return estimate(req)
+
+    def estimate_transformer(self, req: TransformerEstimateRequest) -> TransformerEstimate:
+        return estimate_transformer(req)
 
     def context(self, capture_id: str) -> dict[str, Any]:
         loaded, _, _ = self._ensure(capture_id)

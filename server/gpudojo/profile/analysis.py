@@ -45,7 +45,9 @@ __all__ = ["ANALYSIS_VERSION", "Loaded", "NotATrace", "TraceTooLarge", "diff", "
 # 3: names, args and lane labels are clipped (an analysis cached before may hold them whole).
 # 4: device time goes to the operators around the launching call (by containment); a ROCm trace
 # says so. An analysis cached before gave kernels to operators that had already ended.
-ANALYSIS_VERSION = 4
+# 5: a 0 µs operator no longer throws off the nesting (parents, self times, rows) of the spans
+# starting with it or after it.
+ANALYSIS_VERSION = 5
 
 # When a finding is raised (shares are of the mean step).
 DATA_LOADING_SHARE = 0.20

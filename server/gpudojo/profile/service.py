@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-from ..analysed_files import ALL_RANKS, AnalysedFiles, FileKind, FileRequestError
+from ..analysed_files import ALL_RANKS, KEEP_OPEN_BYTES, AnalysedFiles, FileKind, FileRequestError
 from ..errors import ServiceError
 from ..runfolder import TRACE_NAME
 from .analysis import ANALYSIS_VERSION, Loaded, diff
@@ -54,6 +54,7 @@ class ProfileService:
         max_trace_bytes: int = 2 * 1024**3,
         max_inflated_bytes: int = MAX_INFLATED_BYTES,
         max_rss_bytes: int | None = 2 * 1024**3,
+        keep_open_bytes: int = KEEP_OPEN_BYTES,
         python: str = sys.executable,
     ) -> None:
         self.cache_dir = data_dir / "profile-cache"
@@ -68,6 +69,7 @@ class ProfileService:
             max_bytes=max_trace_bytes,
             python=python,
             max_rss_bytes=max_rss_bytes,
+            keep_open_bytes=keep_open_bytes,
         )
 
     # --- traces ---------------------------------------------------------------------------

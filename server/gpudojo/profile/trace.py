@@ -1,7 +1,15 @@
 """A Chrome/Kineto trace as NumPy columns: read fast, laid out in lanes (one per thread and
 per CUDA stream of each rank) with every span's nesting depth and parent.
 
-Why the reading is done in chunks: a 1M-event trace is some 250-300 MB of JSON, and
+How a file is read: in the analysis worker, by the compiled scanner (gpudojo.worker.trace_scan,
+numba), which walks the bytes a buffer at a time in two threads and keeps only the fields the
+analysis reads, interned, with the args (for hovers) in an unnamed temporary file: a real
+1.2M-event with_stack trace (395 MB) is analysed whole in about a seventh of the time json.load
+takes only to parse it, and no Python object is made per event (bench/RESULTS.md). Where numba is missing, or the
+scanner stops at something it does not take (invalid JSON, a name that is not a string), the
+orjson reader below reads it, and says why a file that is not JSON is not.
+
+Why the orjson reading is done in chunks: a 1M-event trace is some 250-300 MB of JSON, and
 ``orjson.loads`` on the whole file builds two million dicts at once (about 2.3 GB, and the
 cyclic garbage collector rescans them over and over). The ``traceEvents`` array is instead
 cut at event boundaries into ~4 MB pieces, each parsed on its own (``[`` + piece + ``]``)
@@ -21,6 +29,7 @@ import itertools
 import multiprocessing
 import os
 import re
+import shutil
 import tempfile
 import zlib
 from collections.abc import Callable
@@ -78,7 +87,7 @@ class Columns:
     dims: np.ndarray  # int32 into dims_text ('Input Dims'), -1 when none
     args_start: np.ndarray  # int64 byte offset of the event's args (JSON) in args_blob
     args_len: np.ndarray  # int32, 0 when not kept
-    args_blob: bytes
+    args_blob: Any  # bytes, a uint8 array or an ArgsFile (the scanner's): each has a len
     names: list[str]
     cats: list[str]
     threads: list[tuple[Any, Any]]
@@ -106,6 +115,47 @@ def _remap(table: list[Any], index: dict[Any, int], local: list[Any]) -> np.ndar
     return remap
 
 
+class ArgsFile:
+    """Kept args (JSON objects back to back) in a temporary file that has no name (deleted when
+    closed or when the process ends), for the scanner: a 1M-event trace keeps some 90 MB of
+    args, which the analysis never reads and would otherwise hold through its peak."""
+
+    def __init__(self) -> None:
+        self.file = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the columns)
+        self.size = 0
+
+    def write(self, data: Any) -> None:
+        self.file.write(data)
+        self.size += len(data)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bytes__(self) -> bytes:
+        self.file.seek(0)
+        return self.file.read()
+
+    def copy_to(self, out: Any) -> None:
+        self.file.seek(0)
+        shutil.copyfileobj(self.file, out, 1 << 20)
+
+
+def _joined(blobs: list[Any]) -> Any:
+    """Args blobs (bytes, uint8 arrays or ArgsFiles) back to back; a lone one stays as it is."""
+    kept = [b for b in blobs if len(b)]
+    if len(kept) <= 1:
+        return kept[0] if kept else blobs[0]
+    if not any(isinstance(b, ArgsFile) for b in kept):
+        return b"".join(bytes(b) for b in kept)
+    joined = ArgsFile()
+    for b in kept:
+        if isinstance(b, ArgsFile):
+            b.copy_to(joined)
+        else:
+            joined.write(b)
+    return joined
+
+
 def concat_columns(parts: list[Columns]) -> Columns:
     """Pieces of one file read separately, as one (string tables merged, file order kept)."""
     if len(parts) == 1:
@@ -128,7 +178,7 @@ def concat_columns(parts: list[Columns]) -> Columns:
         dur=np.concatenate([p.dur for p in parts]),
         corr=np.concatenate([p.corr for p in parts]),
         args_len=np.concatenate([p.args_len for p in parts]),
-        args_blob=b"".join(p.args_blob for p in parts),
+        args_blob=_joined([p.args_blob for p in parts]),
         names=tables["names"][0],
         cats=tables["cats"][0],
         threads=tables["threads"][0],
@@ -482,14 +532,17 @@ def read_trace(
     TraceTooLarge when it is gzipped and inflates past ``max_inflated_bytes`` (bytes)."""
     if on_progress is not None:
         on_progress("reading", 0.0)
-    data = read_bytes(path, max_inflated_bytes)
     enabled = gc.isenabled()
     gc.disable()  # millions of short-lived dicts: the collector would rescan them for nothing
     try:
-        layout = _layout(data)
-        columns = _read_in_parallel(data, layout, on_progress) if layout else None
+        columns = _scanned(path, on_progress, max_inflated_bytes)
         if columns is None:
-            columns = _read_whole(data, path.name)
+            data = read_bytes(path, max_inflated_bytes)
+            layout = _layout(data)
+            columns = _read_in_parallel(data, layout, on_progress) if layout else None
+            if columns is None:
+                columns = _read_whole(data, path.name)
+            del data
         if on_progress is not None:
             on_progress("reading", 1.0)
         paired, columns.unmatched = _pair_begin_end(columns.pairs)
@@ -503,6 +556,154 @@ def read_trace(
         what = "no events at all" if columns.skipped == 0 else f"no complete spans ({columns.skipped} lacked a field)"
         raise NotATrace(f"{path.name} holds {what}: a trace needs complete events (ph 'X', or 'B'/'E' pairs)")
     return columns
+
+
+def _scanned(path: Path, on_progress: Progress | None, max_inflated_bytes: int) -> Columns | None:
+    """The file read by the compiled scanner (gpudojo.worker.trace_scan: the analysis worker
+    has numba), a buffer at a time; None where there is no scanner or it stops (not JSON, cut
+    short, a shape it does not take): the caller then reads the file with orjson, which reads
+    every valid trace and says why an invalid one is not."""
+    try:
+        from gpudojo.worker import trace_scan
+    except ImportError:
+        return None
+    try:
+        with path.open("rb") as raw:
+            gzipped = raw.read(2) == b"\x1f\x8b"
+        if not gzipped:
+            parts = trace_scan.scan_file(
+                path,
+                None if on_progress is None else lambda f: on_progress("reading", f),
+                workers=_cpus(),
+                args_files=ArgsFile,
+            )
+            columns = []
+            while parts:  # each part's tables freed as soon as it is columns
+                columns.append(_columns_of(parts.pop(0)))
+            return concat_columns(columns)
+        with path.open("rb") as raw:
+            total = os.fstat(raw.fileno()).st_size
+            f = gzip.GzipFile(fileobj=raw, mode="rb")
+
+            def progress(_: int) -> None:
+                if on_progress is not None and total:
+                    on_progress("reading", min(raw.tell() / total, 1.0))
+
+            try:
+                scanned = trace_scan.scan_stream(
+                    f, min(total * 8, max_inflated_bytes), progress, max_inflated_bytes, args_file=ArgsFile()
+                )
+            finally:
+                f.close()
+    except OverflowError:
+        raise TraceTooLarge(
+            f"{path.name} inflates past {size_text(max_inflated_bytes)}, the most this server "
+            f"inflates a gzipped trace to (GPUDojo.analysis_max_inflated_bytes): record fewer steps "
+            f"(a shorter torch.profiler schedule)"
+        ) from None
+    except (trace_scan.ScanStopped, EOFError, zlib.error, gzip.BadGzipFile, OSError):
+        return None  # read_bytes and orjson say what is wrong with it
+    except (orjson.JSONDecodeError, UnicodeDecodeError, ValueError, TypeError):
+        return None  # a table the scanner kept does not decode: orjson says why
+    try:
+        return _columns_of(scanned)
+    except (orjson.JSONDecodeError, UnicodeDecodeError, ValueError, TypeError):
+        return None
+
+
+def _decoded_ids(raw: list[bytes], decode: Callable[[bytes], Any]) -> tuple[list[Any], np.ndarray]:
+    """The distinct values of interned raw texts (two spellings of one value, e.g. an escaped
+    character, are one) and each raw id's value id, with a trailing -1 for id -1."""
+    values: list[Any] = []
+    index: dict[Any, int] = {}
+    remap = np.empty(len(raw) + 1, dtype=np.int32)
+    for i, text in enumerate(raw):
+        value = decode(text)
+        at = index.get(value)
+        if at is None:
+            at = index[value] = len(values)
+            values.append(value)
+        remap[i] = at
+    remap[-1] = -1
+    return values, remap
+
+
+def _json_string(text: bytes) -> str:
+    return orjson.loads(b'"' + text + b'"') if b"\\" in text else text.decode("utf-8")
+
+
+def _dims_key(text: bytes) -> str:
+    return orjson.dumps(orjson.loads(text)).decode()  # as _Collector spells it
+
+
+def _columns_of(scanned: Any) -> Columns:
+    """Columns out of what the scanner kept: its raw interned texts decoded (and merged where
+    two spellings are one value), as _Collector would have made them from parsed events."""
+    names, name_map = _decoded_ids(scanned.tables[0], _json_string)
+    cats, cat_map = _decoded_ids(scanned.tables[1], _json_string)
+    pids, pid_map = _decoded_ids(scanned.tables[2], orjson.loads)
+    tids, tid_map = _decoded_ids(scanned.tables[3], orjson.loads)
+    dims, dims_map = _decoded_ids(scanned.tables[4], _dims_key)
+    cat = cat_map[scanned.cat]
+    if (cat < 0).any():  # no cat: "" (as e.get("cat", ""))
+        if "" not in cats:
+            cats.append("")
+        cat = np.where(cat < 0, cats.index(""), cat).astype(np.int32)
+    # threads: (pid, tid) pairs in order of first appearance; no pid or tid is None
+    pid_of = np.r_[pid_map[:-1], len(pids)][scanned.pid]
+    tid_of = np.r_[tid_map[:-1], len(tids)][scanned.tid]
+    key = pid_of.astype(np.int64) * (len(tids) + 1) + tid_of
+    pairs, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    by_first = np.argsort(first, kind="stable")
+    threads: list[tuple[Any, Any]] = []
+    thread_index: dict[tuple[Any, Any], int] = {}
+    pair_map = np.empty(len(pairs), dtype=np.int32)
+    pid_values, tid_values = [*pids, None], [*tids, None]
+    for p in by_first.tolist():
+        t = (pid_values[int(pairs[p]) // (len(tids) + 1)], tid_values[int(pairs[p]) % (len(tids) + 1)])
+        at = thread_index.get(t)
+        if at is None:
+            at = thread_index[t] = len(threads)
+            threads.append(t)
+        pair_map[p] = at
+    ts, dur = scanned.ts, scanned.dur
+    for event, which, text in scanned.slow:
+        (ts if which == 0 else dur)[event] = float(text)
+    keep = np.ones(len(ts), dtype=bool)
+    if scanned.slow:  # a slow dur may be negative, or a slow ts huge: _Collector's rules
+        keep = dur >= 0
+    args_len, blob = scanned.args_len.astype(np.int64), scanned.args
+    starts = np.zeros(len(args_len), dtype=np.int64)
+    if len(args_len):
+        starts[1:] = np.cumsum(args_len)[:-1]
+    meta = orjson.loads(b"{" + scanned.meta + b"}") if scanned.meta else {}
+    columns = Columns(
+        ts=ts,
+        dur=dur,
+        name=name_map[scanned.name],
+        cat=cat,
+        thread=pair_map[inverse.reshape(-1)],
+        corr=scanned.corr,
+        dims=dims_map[scanned.dims],
+        args_start=starts,
+        args_len=args_len.astype(np.int32),
+        args_blob=blob,
+        names=[clip_text(n) for n in names],
+        cats=[clip_text(c) for c in cats],
+        threads=threads,
+        dims_text=[clip_text(d.replace(",", ", ")) for d in dims],
+        meta=meta if isinstance(meta, dict) else {},
+        pairs=[orjson.loads(e) for e in scanned.begin_end],
+        skipped=scanned.skipped + int((~keep).sum()),
+    )
+    if not keep.all():
+        columns = _take(columns, np.flatnonzero(keep))
+    return columns
+
+
+def _take(c: Columns, idx: np.ndarray) -> Columns:
+    """Only the events ``idx`` (their args stay in the blob, unreferenced)."""
+    return replace(c, **{k: getattr(c, k)[idx] for k in _BULK})
 
 
 def _read_whole(data: bytes, name: str) -> Columns:
@@ -556,7 +757,7 @@ class Events:
     dims: np.ndarray
     args_start: np.ndarray
     args_len: np.ndarray
-    args_blob: bytes
+    args_blob: Any  # bytes, a uint8 array or an ArgsFile
     names: list[str]
     cats: list[str]
     dims_text: list[str]
@@ -638,9 +839,15 @@ def merge(sources: list[Source]) -> Events:
         parts["al"].append(c.args_len)
         blob_parts.append(c.args_blob)
         offset += len(c.args_blob)
-    cols = {k: np.concatenate(v) for k, v in parts.items()}
-    order = index_order(cols["ts"], cols["dur"], cols["lane"])
-    cols = {k: v[order] for k, v in cols.items()}
+    order = index_order(
+        *(v[0] if len(v) == 1 else np.concatenate(v) for v in (parts["ts"], parts["dur"], parts["lane"]))
+    )
+    # one column at a time, each source's freed as it goes: the index is built without a
+    # second copy of every column at once
+    cols = {}
+    for k in list(parts):
+        cols[k] = (parts[k][0] if len(parts[k]) == 1 else np.concatenate(parts[k]))[order]
+        del parts[k]
     step_ids = np.array([i for i, n in enumerate(names) if n.startswith("ProfilerStep#")], dtype=np.int64)
     depth, parent = nesting(cols["ts"], cols["dur"], cols["lane"], np.isin(cols["name"], step_ids))
     events = Events(
@@ -655,7 +862,7 @@ def merge(sources: list[Source]) -> Events:
         dims=cols["dims"].astype(np.int32),
         args_start=cols["as"],
         args_len=cols["al"],
-        args_blob=b"".join(blob_parts),
+        args_blob=_joined(blob_parts),
         names=names,
         cats=cats,
         dims_text=dims,
@@ -722,11 +929,25 @@ def _lowest_free_rows(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 
 def _open_count(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """For spans of one lane in start order: how many earlier spans are still open when each
-    starts (started before it, not ended by its start), by two binary searches."""
+    """For spans of one lane in (start, longest first) order: how many earlier spans are still
+    open when each starts (started before it, not ended by its start), by binary searches.
+
+    The spans ended by a start are counted over the whole lane, so those that come later in
+    the order are taken back out: only a 0 µs span starting at that very time can be one
+    (it ends where it starts), and a run of equal starts puts its 0 µs spans last. Without
+    that, a 0 µs aten::empty made every span starting with it or after it (and itself) one
+    level too shallow, and gave them the wrong parent."""
+    n = len(ts)
     ends = np.sort(end, kind="stable")  # nearly sorted already: timsort is quick on it
     closed = np.searchsorted(ends, ts, side="right")
-    return np.maximum(np.arange(len(ts)) - closed, 0)
+    zero = end <= ts
+    if zero.any():
+        group_start = np.searchsorted(ts, ts, side="left")
+        group_end = np.searchsorted(ts, ts, side="right")
+        zeros_before = np.r_[0, np.cumsum(zero)]
+        first_zero = group_end - (zeros_before[group_end] - zeros_before[group_start])
+        closed = closed - (group_end - np.maximum(np.arange(n), first_zero))
+    return np.maximum(np.arange(n) - closed, 0)
 
 
 def _drawing_rows(ts: np.ndarray, end: np.ndarray, counted: np.ndarray, top: np.ndarray | None) -> np.ndarray:
@@ -800,7 +1021,11 @@ def save_events(ev: Events, folder: Path) -> None:
         )
     save_arrays(folder / "index.npz", {**{k: getattr(ev, k) for k in _ARRAYS}, **tables})
     tmp = folder / "args.tmp.bin"
-    tmp.write_bytes(ev.args_blob)
+    if isinstance(ev.args_blob, ArgsFile):
+        with tmp.open("wb") as out:
+            ev.args_blob.copy_to(out)
+    else:
+        tmp.write_bytes(ev.args_blob)
     tmp.replace(folder / "args.bin")
 
 

@@ -128,6 +128,10 @@ def _python_under_tmp() -> list[Path]:
     return sorted({p.resolve() for p in ours if tmp in p.resolve().parents})
 
 
+# The first lines of every driver: the folder it runs in (the learner's) goes last on sys.path.
+_LEARNER_LAST = "import os as _os, sys as _sys\n_sys.path.append(_os.getcwd())\ndel _os, _sys\n"
+
+
 class Learner:
     """The learner's copy of the exercise (a scratch copy: checks may write in it) and the
     way to run what is in it."""
@@ -305,8 +309,11 @@ class Learner:
 
     def drive(self, driver: str, *args: str, **kwargs: Any) -> Result:
         """Run ``driver`` (Python source that imports the learner's modules) in a child. The
-        source goes in on stdin, so neither a file nor the command line shows it."""
-        return self.run(["python", "-", *args], stdin=driver, **kwargs)
+        source goes in on stdin, so neither a file nor the command line shows it. The child runs
+        isolated (``python -I``: no PYTHONPATH, no user site, no current folder first on
+        sys.path), with the folder it runs in appended last: the learner's modules import, but a
+        statistics.py, json.py or torch/ planted there shadows nothing the driver imports."""
+        return self.run(["python", "-I", "-", *args], stdin=_LEARNER_LAST + driver, **kwargs)
 
 
 # --- figures -------------------------------------------------------------------------------

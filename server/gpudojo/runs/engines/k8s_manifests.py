@@ -1,9 +1,12 @@
 """The Kubernetes objects of one run, in three shapes, with the comments a reader needs.
 
-- ``trainjob``: a Kubeflow Trainer v2 TrainJob (trainer.kubeflow.org/v1alpha1, release v2.1.0)
-  that uses the ``torch-distributed`` ClusterTrainingRuntime: the runtime's JobSet starts one
-  pod per node and hands torchrun its rendezvous through PET_* variables.
-- ``pytorchjob``: a training-operator v1 PyTorchJob (kubeflow.org/v1, release v1.9): one Master
+- ``trainjob``: a Kubeflow Trainer v2 TrainJob (trainer.kubeflow.org/v1alpha1, written for release
+  v2.3.0, accepted from v2.2.0 on) that uses the ``torch-distributed`` ClusterTrainingRuntime: the
+  runtime's JobSet starts one pod per node and hands torchrun its rendezvous through PET_* variables;
+  the volumes and the run label go in through ``runtimePatches`` (v2.2.0 replaced
+  ``podTemplateOverrides`` with it).
+- ``pytorchjob``: the legacy training-operator's v1 PyTorchJob (kubeflow.org/v1, release v1.9, the
+  last before the operator became Kubeflow Trainer v2): one Master
   and N-1 Worker pods; the operator sets the same PET_* variables; elasticPolicy when restarts
   are allowed.
 - ``job``: a plain indexed Job and a headless Service, for clusters without an operator: pod i
@@ -29,7 +32,11 @@ from .base import GLOBAL_RANK_PREFIX, RANK_PREFIX_TEMPLATE_ENV
 from .k8s_yaml import Path as FieldPath
 from .k8s_yaml import dump
 
-TRAINER_RELEASE = "v2.1.0"
+TRAINER_RELEASE = "v2.3.0"  # the release the TrainJob is written for and checked against
+# Which Trainer releases take the TrainJob as written: runtimePatches exist from v2.2.0 on; v2.1.x and
+# older have podTemplateOverrides instead (and with strict validation refuse runtimePatches).
+TRAINER_ACCEPTS = "v2.2.0 and later (written for v2.3.0); not v2.1.x or older, which have no runtimePatches"
+TRAINER_PATCH_MANAGER = "gpudojo.dev/run"  # who owns the runtime patch (RuntimePatch.manager)
 TRAINING_OPERATOR_RELEASE = "v1.9"
 TORCH_RUNTIME = "torch-distributed"
 RUN_LABEL = "gpudojo.run"
@@ -421,20 +428,28 @@ def pytorchjob(names: Names, files: dict[str, str], shape: Shape) -> Manifest:
 
 
 def trainjob(names: Names, files: dict[str, str], shape: Shape) -> Manifest:
+    # torchrun is told --nproc-per-node itself: since v2.2.0 the torch runtime derives
+    # PET_NPROC_PER_NODE from resourcesPerNode (GPUs, else CPU cores), which is not the run's nproc on
+    # CPUs, and trainer.numProcPerNode is kept for MPI's slots. An option given on the command line
+    # wins over the PET_ variable torchrun would otherwise read.
     trainer = {
         "image": shape.image,
-        "command": command(shape, []),
+        "command": command(shape, [f"--nproc-per-node={shape.nproc}"]),
         "env": env(shape),
         "numNodes": shape.nodes,
-        "numProcPerNode": shape.nproc,
         "resourcesPerNode": resources(shape),
     }
-    override = {
-        "targetJobs": [{"name": "node"}],
+    pod_patch = {
         "metadata": {"labels": labels(shape)},
         "spec": {
             "volumes": volumes(names, files, shape),
             "containers": [{"name": "node", "volumeMounts": volume_mounts(shape)}],
+        },
+    }
+    patch = {
+        "manager": TRAINER_PATCH_MANAGER,
+        "trainingRuntimeSpec": {
+            "template": {"spec": {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": pod_patch}}}]}}
         },
     }
     doc = {
@@ -444,19 +459,23 @@ def trainjob(names: Names, files: dict[str, str], shape: Shape) -> Manifest:
         "spec": {
             "runtimeRef": {"name": TORCH_RUNTIME, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
             "trainer": trainer,
-            "podTemplateOverrides": [override],
+            "runtimePatches": [patch],
         },
     }
     comments: dict[FieldPath, str] = {
         ("spec", "runtimeRef"): (
-            f"The {TORCH_RUNTIME} ClusterTrainingRuntime that Kubeflow Trainer {TRAINER_RELEASE} installs: a JobSet\n"
-            "with one replicated job, node, whose pods run torchrun. The runtime owns the restart policy\n"
-            "(its JobSet failurePolicy); a TrainJob cannot change it."
+            f"The {TORCH_RUNTIME} ClusterTrainingRuntime that Kubeflow Trainer installs (this TrainJob is written\n"
+            f"for {TRAINER_RELEASE}; Trainer {TRAINER_ACCEPTS}): a JobSet with one replicated job, node,\n"
+            "whose pods run torchrun. The runtime owns the restart policy (its JobSet failurePolicy); a\n"
+            "TrainJob cannot change it."
         ),
         ("spec", "trainer", "command"): (
-            "Rendezvous: the runtime's torch plugin sets PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK\n"
-            f"(the pod's completion index), PET_MASTER_ADDR ({names.job}-node-0-0.{names.job}, pod 0 through\n"
-            "the JobSet's headless Service) and PET_MASTER_PORT (29400); torchrun takes them as its options.\n"
+            "Rendezvous: the runtime's torch plugin sets PET_NNODES, PET_NODE_RANK (the pod's completion\n"
+            f"index), PET_MASTER_ADDR ({names.job}-node-0-0.{names.job}, pod 0 through the JobSet's headless\n"
+            "Service) and PET_MASTER_PORT (29400); torchrun takes them as its options.\n"
+            f"--nproc-per-node={shape.nproc} is given here: since Trainer v2.2 the runtime derives\n"
+            "PET_NPROC_PER_NODE from resourcesPerNode (GPUs, else CPU cores) and no longer takes\n"
+            "numProcPerNode for torch; an option on the command line wins over the variable.\n"
             + (
                 f"--max-restarts={shape.max_restarts}: torchrun restarts the workers after a failure.\n"
                 if shape.max_restarts
@@ -466,11 +485,12 @@ def trainjob(names: Names, files: dict[str, str], shape: Shape) -> Manifest:
         ),
         ("spec", "trainer", "env"): ENV_COMMENT + "\n(PET_* must not be set here: the torch runtime owns them.)",
         ("spec", "trainer", "numNodes"): f"{shape.nodes} pod(s), one per node of the job.",
-        ("spec", "trainer", "numProcPerNode"): f"torchrun --nproc-per-node: {shape.nproc}.",
         ("spec", "trainer", "resourcesPerNode"): resources_comment(shape),
-        ("spec", "podTemplateOverrides"): (
-            "What the TrainJob adds to the runtime's pod template for the node job: the run label (so the\n"
-            "pods can be found), and the volumes.\n" + volumes_comment(shape)
+        ("spec", "runtimePatches"): (
+            "What the TrainJob adds to the runtime's JobSet template (runtimePatches, Trainer v2.2.0 and\n"
+            "later; it replaced podTemplateOverrides): one patch, owned by manager gpudojo.dev/run, for the\n"
+            "pods of the node job: the run label (so the pods can be found), and the volumes. v2.3.0 merges\n"
+            "it strategically: volumes and containers by name.\n" + volumes_comment(shape)
         ),
     }
     return Manifest(doc, comments)

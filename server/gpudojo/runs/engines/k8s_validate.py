@@ -310,22 +310,32 @@ def pytorchjob_problems(spec: dict[str, Any]) -> Iterator[str]:
 
 
 def trainjob_problems(spec: dict[str, Any]) -> Iterator[str]:
-    """What the Trainer's webhook refuses: torchrun's own variables (PET_*) set by hand; the
-    container of the node job named in an override must exist in the runtime (node)."""
+    """What the Trainer's webhook refuses: torchrun's own variables (PET_*) set by hand; in a
+    runtime patch, env on the node container (it comes from spec.trainer) and a volume mount that
+    names no volume of the patched pod."""
     trainer = spec.get("trainer") if isinstance(spec.get("trainer"), dict) else {}
     reserved = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
     for i, env in enumerate(trainer.get("env") or []):
         if isinstance(env, dict) and env.get("name") in reserved:
             yield f"spec.trainer.env[{i}].name: {env['name']} is set by the torch runtime; remove it"
     yield from extended_resource_problems("spec.trainer.resourcesPerNode", trainer.get("resourcesPerNode"))
-    for i, override in enumerate(spec.get("podTemplateOverrides") or []):
-        if not isinstance(override, dict):
+    for i, patch in enumerate(spec.get("runtimePatches") or []):
+        if not isinstance(patch, dict):
             continue
-        path = f"spec.podTemplateOverrides[{i}]"
-        yield from label_problems(f"{path}.metadata.labels", (override.get("metadata") or {}).get("labels"))
-        pod = override.get("spec") or {}
-        volumes = {v.get("name") for v in pod.get("volumes") or [] if isinstance(v, dict)}
-        for j, container in enumerate(pod.get("containers") or []):
-            for k, mount in enumerate((container or {}).get("volumeMounts") or []):
-                if isinstance(mount, dict) and mount.get("name") not in volumes:
-                    yield f"{path}.spec.containers[{j}].volumeMounts[{k}].name: no volume {mount.get('name')!r}"
+        template = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+        for j, job in enumerate(template.get("replicatedJobs") or []):
+            if not isinstance(job, dict):
+                continue
+            jobs = f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[{j}]"
+            path = f"{jobs}.template.spec.template"
+            pod_template = ((job.get("template") or {}).get("spec") or {}).get("template") or {}
+            yield from label_problems(f"{path}.metadata.labels", (pod_template.get("metadata") or {}).get("labels"))
+            pod = pod_template.get("spec") or {}
+            volumes = {v.get("name") for v in pod.get("volumes") or [] if isinstance(v, dict)}
+            for k, container in enumerate(pod.get("containers") or []):
+                container = container if isinstance(container, dict) else {}
+                if container.get("name") == "node" and container.get("env"):
+                    yield f"{path}.spec.containers[{k}].env: the node container takes its env from spec.trainer.env"
+                for m, mount in enumerate(container.get("volumeMounts") or []):
+                    if isinstance(mount, dict) and mount.get("name") not in volumes:
+                        yield f"{path}.spec.containers[{k}].volumeMounts[{m}].name: no volume {mount.get('name')!r}"

@@ -35,15 +35,17 @@ def solution_copy(
     file: str,
     edits: Iterable[tuple[str, str]],
     plant: Iterable[tuple[str, str]] = (),
+    start: str = "solution",
 ) -> Path:
-    """Our solution of ``exercise`` with ``edits`` made to ``file`` (each (old, new) must occur
-    exactly once) and ``plant``'s files added: the learner's folder a shortcut makes."""
+    """Our solution of ``exercise`` (or, with ``start="starters"``, its untouched starter) with
+    ``edits`` made to ``file`` (each (old, new) must occur exactly once) and ``plant``'s files
+    added: the learner's folder a shortcut makes."""
     folder = tmp_path / "learner"
-    shutil.copytree(CONTENT / "exercises" / exercise / "solution", folder)
+    shutil.copytree(CONTENT / "exercises" / exercise / start, folder)
     path = folder / file
     text = path.read_text(encoding="utf-8")
     for old, new in edits:
-        assert text.count(old) == 1, f"{exercise}/{file} of our solution no longer holds {old!r}"
+        assert text.count(old) == 1, f"{exercise}/{start}/{file} no longer holds {old!r}"
         text = text.replace(old, new)
     path.write_text(text, encoding="utf-8")
     for name, planted in plant:

@@ -10,10 +10,18 @@ must fail, saying why in the learner's terms.
 - samples skipped: one pass over half the data;
 - the loop reordered: a slow DataLoader kept (each sample costs time to build), but the next
   batch fetched just before opt.step(), so the gap from a step to the next forward vanishes.
+
+Two more start from the untouched starter, whose speed-up is about 1.0x:
+- made-up figures: train.py --json prints a throughput a thousand times the real one (what a
+  learner prints is information; the check's driver measures);
+- the starter slowed down: train() leaves two busy-looping processes running in sessions of their
+  own, meant to be still running while the starter's next timed run is measured (starter and
+  learner take turns, each in a fresh sandbox, so nothing the learner starts outlives its turn).
 """
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,11 +50,12 @@ class Shortcut:
     edits: tuple[tuple[str, str], ...]  # (text of our solution, what the shortcut puts there)
     fails: str  # the requirement that must catch it
     says: tuple[str, ...]  # what its message must say (case-insensitive)
+    start: str = "solution"  # or "starters": the untouched starter with the edits
 
 
 def learner_copy(tmp_path: Path, shortcut: Shortcut) -> Path:
-    """Our solution with the shortcut's edits, each asserted to have happened."""
-    return solution_copy(tmp_path, EXERCISE, "train.py", shortcut.edits)
+    """Our solution (or the starter) with the shortcut's edits, each asserted to have happened."""
+    return solution_copy(tmp_path, EXERCISE, "train.py", shortcut.edits, start=shortcut.start)
 
 
 IMPORTS = "import time\n\nimport torch\n"
@@ -97,6 +106,31 @@ SHORTCUTS = {
         fails="loader",
         says=("inside the DataLoader's iterator", "wherever in the loop"),
     ),
+    "made-up-json-on-the-starter": Shortcut(
+        (
+            (
+                "        print(json.dumps(metrics))\n",
+                '        print(json.dumps({**metrics, "samples_per_s": 1000 * metrics["samples_per_s"]}))\n',
+            ),
+        ),
+        fails="faster",
+        says=("needs >= 2", "x"),
+        start="starters",
+    ),
+    "starter-slowed-by-left-processes": Shortcut(
+        (
+            (
+                "    dev = pick_device(device)\n    t_start = time.perf_counter()\n",
+                "    import subprocess\n\n"
+                "    for _ in range(2):  # busy loops in sessions of their own, left running\n"
+                '        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)\n'
+                "    dev = pick_device(device)\n    t_start = time.perf_counter()\n",
+            ),
+        ),
+        fails="faster",
+        says=("needs >= 2",),
+        start="starters",
+    ),
 }  # fmt: skip
 
 
@@ -106,3 +140,9 @@ def test_shortcut_does_not_complete_the_exercise(service, tmp_path, name):
     attempt, outcomes, report = check(service, EXERCISE, learner_copy(tmp_path, shortcut), timeout_s=600)
     assert outcomes[shortcut.fails] == "failed", report
     assert_says(attempt, shortcut.fails, shortcut.says)
+    if shortcut.start == "starters":  # the starter against itself, whatever it prints or leaves behind
+        faster = next(r for r in attempt.results if r.id == "faster")
+        speedup = next(f.value for f in faster.figures if f.name == "speedup (CPU)")
+        assert speedup < 1.3, report
+    left = subprocess.run(["pgrep", "-f", "while True: pass"], capture_output=True, text=True).stdout
+    assert not left.strip(), f"processes the learner's code started outlived the check: {left}"

@@ -1,0 +1,294 @@
+"""The trace scanner (gpudojo.worker.trace_scan, used by read_trace in the analysis worker)
+against a plain json.load of the same file (the oracle, written here), on a real with_stack +
+record_shapes trace recorded in the test and on the other shapes a trace file can take; and
+the nesting of spans around 0 µs operators."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+
+from gpudojo.profile import trace as trace_module
+from gpudojo.profile.analysis import Loaded, NotATrace, write_analysis
+from gpudojo.profile.trace import index_order, nesting, read_trace
+from gpudojo.worker import trace_scan
+
+# ---------------------------------------------------------------- 0 µs operators and nesting
+
+
+def test_a_zero_duration_operator_nests_in_its_caller_and_shifts_no_sibling():
+    """aten::empty of 0 µs inside an op, at the same time as its sibling's start and alone: each
+    span's parent is the span that encloses it (what self time and stacks are made of)."""
+    spans = [  # name, ts, dur
+        ("step", 0.0, 100.0),
+        ("aten::linear", 10.0, 50.0),
+        ("aten::empty", 20.0, 0.0),  # alone, inside linear
+        ("aten::t", 30.0, 5.0),  # starts where a 0 µs op does
+        ("aten::empty", 30.0, 0.0),
+        ("aten::addmm", 40.0, 15.0),
+        ("aten::empty", 60.0, 0.0),  # at linear's end: inside step only
+    ]
+    ts = np.array([s[1] for s in spans])
+    dur = np.array([s[2] for s in spans])
+    lane = np.zeros(len(spans), dtype=np.int64)
+    order = index_order(ts, dur, lane)
+    depth, parent = nesting(ts[order], dur[order], lane[order])
+    names = [spans[i][0] for i in order]
+    got = {
+        (names[i], float(ts[order][i])): (names[parent[i]] if parent[i] >= 0 else None, int(depth[i]))
+        for i in range(len(order))
+    }
+    assert got == {
+        ("step", 0.0): (None, 0),
+        ("aten::linear", 10.0): ("step", 1),
+        ("aten::empty", 20.0): ("aten::linear", 2),
+        ("aten::t", 30.0): ("aten::linear", 2),
+        ("aten::empty", 30.0): ("aten::t", 3),  # [30, 30] lies in t's [30, 35]
+        ("aten::addmm", 40.0): ("aten::linear", 2),
+        ("aten::empty", 60.0): ("step", 1),
+    }
+
+
+def test_zero_duration_operators_leave_self_times_right(tmp_path):
+    """Self time = duration less the children's: a 0 µs op before a sibling must not make that
+    sibling a top-level op (its time would then count twice)."""
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 10, "dur": 50},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 20, "dur": 0},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 20, "dur": 30},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 25, "dur": 0},
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    s = write_analysis([path], tmp_path / "out")
+    ops = {o["name"]: o for o in s["top_ops"]}
+    assert ops["aten::linear"]["self_us"] == 20.0 and ops["aten::linear"]["total_us"] == 50.0
+    assert ops["aten::addmm"]["self_us"] == 30.0
+    assert ops["aten::empty"]["calls"] == 2 and ops["aten::empty"]["self_us"] == 0.0
+    lanes = Loaded(tmp_path / "out").window(0, 100, 1000)["lanes"][0]["spans"]
+    depth = {(sp["name"], sp["t_us"]): sp["depth"] for sp in lanes}
+    assert depth[("aten::addmm", 20.0)] == 2 and depth[("aten::empty", 25.0)] == 3
+
+
+# ---------------------------------------------------------------- the scanner against json.load
+
+
+def _record_trace(out: Path, steps: int) -> Path:
+    """A real torch.profiler CPU trace of an MLP training loop, with_stack and record_shapes."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
+        record_shapes=True,
+        with_stack=True,
+        on_trace_ready=lambda prof: prof.export_chrome_trace(str(out)),
+    ) as prof:
+        for _ in range(steps + 1):
+            x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            prof.step()
+    return out
+
+
+def _oracle(path: Path) -> tuple[list[tuple], dict]:
+    """Every complete event as the analysis reads it, by json.load and plain Python: (name,
+    cat, (pid, tid), ts, dur, correlation, Input Dims as text, args), and the metadata."""
+    raw = path.read_bytes()
+    doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    out = []
+    for e in events:
+        if not isinstance(e, dict) or e.get("ph") != "X" or not {"ts", "dur", "name"} <= e.keys():
+            continue
+        cat = e.get("cat", "")
+        number = (int, float)
+        if type(e["ts"]) not in number or type(e["dur"]) not in number or e["dur"] < 0 or cat == "Trace":
+            continue
+        args = e.get("args") if cat != "python_function" else None
+        args = args or {}
+        corr = args.get("correlation")
+        dims = args.get("Input Dims")
+        out.append(
+            (
+                e["name"],
+                cat,
+                (e.get("pid"), e.get("tid")),
+                float(e["ts"]),
+                float(e["dur"]),
+                corr if type(corr) is int else -1,
+                json.dumps(dims, separators=(", ", ": ")) if dims is not None else None,
+                args,
+            )
+        )
+    meta = {k: v for k, v in doc.items() if k != "traceEvents"} if isinstance(doc, dict) else {}
+    return out, meta
+
+
+def _as_read(c) -> list[tuple]:
+    blob = bytes(c.args_blob)
+    rows = []
+    for i in range(len(c)):
+        start, n = int(c.args_start[i]), int(c.args_len[i])
+        rows.append(
+            (
+                c.names[c.name[i]],
+                c.cats[c.cat[i]],
+                c.threads[c.thread[i]],
+                float(c.ts[i]),
+                float(c.dur[i]),
+                int(c.corr[i]),
+                c.dims_text[c.dims[i]] if c.dims[i] >= 0 else None,
+                orjson.loads(blob[start : start + n]) if n else {},
+            )
+        )
+    return rows
+
+
+@pytest.fixture
+def scanner_only(monkeypatch):
+    """read_trace with the orjson reader taken away: what it reads, the scanner read."""
+
+    def no(*_args, **_kwargs):
+        raise AssertionError("the orjson reader was used")
+
+    monkeypatch.setattr(trace_module, "_read_whole", no)
+    monkeypatch.setattr(trace_module, "_read_in_parallel", no)
+
+
+@pytest.fixture(scope="module")
+def real_trace(tmp_path_factory) -> Path:
+    return _record_trace(tmp_path_factory.mktemp("real") / "mlp.json", steps=8)
+
+
+def test_the_scanner_reads_a_real_with_stack_trace_as_json_load_does(real_trace, scanner_only):
+    expected, meta = _oracle(real_trace)
+    columns = read_trace(real_trace)
+    assert len(expected) > 2500 and {r[1] for r in expected} >= {"cpu_op", "python_function", "user_annotation"}
+    assert any(r[6] for r in expected) and any(r[7] for r in expected)  # shapes and args there to compare
+    assert _as_read(columns) == expected
+    assert columns.meta == meta and meta["with_stack"] == 1 and meta["record_shapes"] == 1
+    assert columns.skipped == 0
+
+
+def test_a_real_trace_read_in_two_parts_is_the_same(real_trace, scanner_only, monkeypatch):
+    """Cut in the middle, each half scanned by a thread of its own, the halves joined."""
+    monkeypatch.setattr(trace_scan, "SPLIT_MIN_BYTES", 0)
+    parts = trace_scan.scan_file(real_trace, workers=2)
+    assert len(parts) == 2 and all(len(p.ts) > 100 for p in parts)
+    monkeypatch.setattr(trace_module, "_cpus", lambda: 2)
+    assert _as_read(read_trace(real_trace)) == _oracle(real_trace)[0]
+
+
+def test_the_analysis_is_the_same_by_the_scanner_and_by_orjson(real_trace, tmp_path, monkeypatch):
+    scanned = write_analysis([real_trace], tmp_path / "scanned")
+    monkeypatch.setattr(trace_module, "_scanned", lambda *_: None)
+    parsed = write_analysis([real_trace], tmp_path / "parsed")
+    for s in (scanned, parsed):
+        s.pop("analysis_ms")
+    assert scanned == parsed and scanned["top_ops"] and len(scanned["steps"]) == 8
+    a, b = Loaded(tmp_path / "scanned"), Loaded(tmp_path / "parsed")
+    mid = (scanned["t_start_us"] + scanned["t_end_us"]) / 2
+    assert a.window(scanned["t_start_us"], mid, 800) == b.window(scanned["t_start_us"], mid, 800)
+    refs = range(0, scanned["events"], 97)
+    assert [a.event(r) for r in refs] == [b.event(r) for r in refs]
+
+
+ODD_EVENTS = [
+    {"ph": "M", "name": "process_name", "pid": 7, "args": {"name": "x"}},
+    {"ph": "X", "name": "caf\u00e9 \u2603 \"q\" \\ \n", "cat": "cpu_op", "pid": 7, "tid": 7, "ts": 10, "dur": 5},
+    {"ph": "X", "name": "no cat", "pid": "host", "tid": "stream 7", "ts": 11.5, "dur": 1e-3},
+    {"ph": "X", "name": "no thread", "cat": "cpu_op", "ts": 12, "dur": 0},
+    {"ph": "X", "name": "exact", "cat": "cpu_op", "pid": 7, "tid": 7, "ts": 1234567890123.4567891, "dur": 2.5e2},
+    {"ph": "X", "name": "huge", "cat": "kernel", "pid": 0, "tid": 3, "ts": 12345678901234567890, "dur": 1,
+     "args": {"correlation": 99, "Input Dims": [[2, 3]], "nested": {"a": [1, {"b": None}]}}},
+    {"ph": "X", "name": "float corr", "cat": "cpu_op", "pid": 7, "tid": 7, "ts": 13, "dur": 1,
+     "args": {"correlation": 1.5, "Input Dims": None}},
+    {"ph": "X", "name": "long args", "cat": "cpu_op", "pid": 7, "tid": 7, "ts": 14, "dur": 1,
+     "args": {"blob": "x" * (trace_module.MAX_ARGS_BYTES + 10)}},
+    {"ph": "X", "name": "empty args", "cat": "cpu_op", "pid": 7, "tid": 7, "ts": 15, "dur": 1, "args": {}},
+    {"ph": "X", "name": "trace", "cat": "Trace", "pid": 7, "tid": 7, "ts": 0, "dur": 100},
+    {"ph": "X", "name": "negative", "cat": "cpu_op", "pid": 7, "tid": 7, "ts": 16, "dur": -1},
+    {"ph": "X", "name": "string ts", "cat": "cpu_op", "pid": 7, "tid": 7, "ts": "16", "dur": 1},
+    {"ph": "X", "cat": "cpu_op", "pid": 7, "tid": 7, "ts": 17, "dur": 1},
+    {"ph": "B", "name": "open", "pid": 7, "tid": 7, "ts": 20},
+    {"ph": "E", "pid": 7, "tid": 7, "ts": 30, "args": {"k": 1}},
+    {"ph": "i", "name": "instant", "pid": 7, "tid": 7, "ts": 21},
+    [1, 2],
+    "not an event",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", ["object", "list", "gzip", "meta-after", "escaped-key"])
+def test_odd_shapes_read_by_the_scanner_as_by_orjson(tmp_path, shape, scanner_only, monkeypatch):
+    """Escapes and non-ASCII names, string thread ids, numbers past the fast conversion, odd
+    args, skipped events, B/E pairs, instants, elements that are not events: the scanner's
+    columns are orjson's (the reader it replaces), field for field."""
+    path = tmp_path / ("t.json.gz" if shape == "gzip" else "t.json")
+    if shape == "list":
+        text = json.dumps(ODD_EVENTS, indent=1).encode()
+    elif shape == "meta-after":
+        text = b'{"traceEvents": ' + json.dumps(ODD_EVENTS).encode() + b', "schemaVersion": 1, "z": [1, {"y": 2}]}'
+    elif shape == "escaped-key":  # "n\u0061me" is "name" to JSON
+        text = json.dumps({"a": 1, "traceEvents": ODD_EVENTS}, ensure_ascii=True).replace('"name"', '"n\\u0061me"')
+        text = text.encode()
+    else:
+        text = json.dumps({"schemaVersion": 1, "traceEvents": ODD_EVENTS}, ensure_ascii=False).encode()
+    path.write_bytes(gzip.compress(text) if shape == "gzip" else text)
+    if shape == "escaped-key":  # a key spelled with an escape: the scanner hands the file over
+        with pytest.raises(trace_scan.ScanStopped, match="shape"):
+            trace_scan.scan_file(path)
+        monkeypatch.undo()
+    scanned = read_trace(path)
+    monkeypatch.undo()
+    monkeypatch.setattr(trace_module, "_scanned", lambda *_: None)
+    parsed = read_trace(path)
+    assert _as_read(scanned) == _as_read(parsed)
+    assert (scanned.skipped, scanned.unmatched, scanned.meta) == (parsed.skipped, parsed.unmatched, parsed.meta)
+    exact = [r for r in _as_read(scanned) if r[0] == "exact"]
+    assert exact and exact[0][3] == 1234567890123.4567891 and exact[0][4] == 250.0
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}',  # cut short
+        b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2},]}',  # trailing comma
+        b'{"traceEvents": [{"ph": "X", "name": "a\x01", "ts": 1, "dur": 2}]}',  # control character
+        b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 01, "dur": 2}]}',  # leading zero
+        b'{"traceEvents": [{"ph": "X", "name": "\xff", "ts": 1, "dur": 2}]}',  # not UTF-8
+        b'{"traceEvents": [{"ph": "X", "name": 5, "ts": 1, "dur": 2}]} x',  # trailing garbage
+        b'{"traceEvents": {}}',
+        b'{"schemaVersion": 1}',
+    ],
+)
+def test_what_the_scanner_does_not_take_goes_to_orjson(tmp_path, content):
+    """Invalid JSON is never read as a trace: the scanner stops and orjson says why."""
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(trace_scan.ScanStopped):
+        trace_scan.scan_file(path)
+    with pytest.raises(NotATrace):
+        read_trace(path)
+
+
+def test_a_name_that_is_not_a_string_is_read_by_orjson(tmp_path, scanner_only):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps([{"ph": "X", "name": 5, "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]))
+    with pytest.raises(trace_scan.ScanStopped, match="shape"):
+        trace_scan.scan_file(path)
+    with pytest.raises(AssertionError, match="orjson reader was used"):
+        read_trace(path)
