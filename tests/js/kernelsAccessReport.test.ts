@@ -8,6 +8,7 @@ import {
   accessMarks,
   accessRow,
   accessTotalText,
+  accessWritersText,
   formatCount,
   rankAccessRows
 } from '../../extension/src/kernels/accessReport';
@@ -69,6 +70,7 @@ function transposeReport(overrides: Partial<MemoryReport> = {}): MemoryReport {
       { space: 'global', requests: 256, accesses: 8192, bytes: 32768, sectors: 4608, min_sectors: 1024, wavefronts: null, ideal_wavefronts: null, efficiency: 0.2222 },
       { space: 'shared', requests: 256, accesses: 8192, bytes: 32768, sectors: null, min_sectors: null, wavefronts: 4224, ideal_wavefronts: 256, efficiency: 0.0606 }
     ],
+    writers: [{ array: 'out', threads: 4096, stores: 4096, max_per_thread: 1 }],
     ...overrides
   };
 }
@@ -144,6 +146,18 @@ describe('totals and headline', () => {
     );
   });
 
+  it('says how many threads stored to each array, and calls a loop in one thread a loop', () => {
+    expect(accessWritersText({ array: 'y', threads: 4096, stores: 4096, max_per_thread: 1 })).toBe(
+      'y: stored by 4096 threads, 1 store each'
+    );
+    expect(accessWritersText({ array: 'y', threads: 1, stores: 4096, max_per_thread: 4096 })).toBe(
+      'y: stored by 1 thread, up to 4096 stores by one thread (a loop: one thread does the work of many, serially on a GPU)'
+    );
+    expect(accessWritersText({ array: 'hist', threads: 64, stores: 128, max_per_thread: 2 })).toBe(
+      'hist: stored by 64 threads, up to 2 stores by one thread'
+    );
+  });
+
   it('writes counts plainly', () => {
     expect(formatCount(4)).toBe('4');
     expect(formatCount(4.5)).toBe('4.5');
@@ -185,6 +199,9 @@ describe('renderAccessReport', () => {
     expect(Array.from(node.querySelectorAll('.gpudojo-access-totals li')).map(li => li.textContent)).toEqual([
       'Global: 256 requests, 4608 sectors (min 1024), 22% efficient',
       'Shared: 256 requests, 4224 bank passes (ideal 256), 6% efficient'
+    ]);
+    expect(Array.from(node.querySelectorAll('.gpudojo-access-writers li')).map(li => li.textContent)).toEqual([
+      'out: stored by 4096 threads, 1 store each'
     ]);
   });
 

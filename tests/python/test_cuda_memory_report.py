@@ -188,6 +188,42 @@ def test_big_launches_are_sampled_and_say_so(service):
     assert row(result, line_of(STRIDED_COPY, "float v ="), "global").requests == 64 * 2
 
 
+SERIAL_COPY = """\
+extern "C" __global__ void copy(const float* in, float* out, int n, int stride) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  for (int i = 0; i < n; ++i) out[i] = in[(long long)i * stride];
+}
+"""
+
+
+def writers(result) -> dict[str, tuple[int, int, int]]:
+    return {w.array: (w.threads, w.stores, w.max_per_thread) for w in result.memory.writers}
+
+
+@pytest.mark.parametrize("source", [STRIDED_COPY, SERIAL_COPY], ids=["thread-per-element", "one-thread-loop"])
+def test_writers_of_each_array_are_counted_in_every_block_even_when_sampled(service, source):
+    # 1024 blocks of 64: only 64 blocks have their requests recorded, but who stored to `out` is
+    # counted in all of them, so a serial loop cannot hide in the blocks the sampling skips.
+    n = 1 << 16
+    result = run(
+        service,
+        source,
+        "copy",
+        [n // 64],
+        [64],
+        [arr("inp", [n], "arange"), arr("out", [n], output=True), scalar("n", n), scalar("stride", 1)],
+        {"out": "inp"},
+    )
+    passed(result)
+    assert result.memory.sampled
+    if source is STRIDED_COPY:
+        assert writers(result) == {"out": (n, n, 1)}
+        assert f"out stored by {n} threads, 1 store each" in run_text(result)
+    else:
+        assert writers(result) == {"out": (1, n, n)}
+        assert f"out stored by 1 thread, up to {n} stores by one thread" in run_text(result)
+
+
 def test_the_report_can_be_turned_off(service):
     result = run(
         service,

@@ -4606,6 +4606,32 @@ export interface components {
             output: boolean;
         };
         /**
+         * ArrayWriters
+         * @description Which threads stored to one argument array, counted over every block of the launch.
+         */
+        ArrayWriters: {
+            /**
+             * Array
+             * @description The argument's name
+             */
+            array: string;
+            /**
+             * Threads
+             * @description Threads that stored to it (or ran an atomic on it) at least once
+             */
+            threads: number;
+            /**
+             * Stores
+             * @description Stores and atomics to it, all threads
+             */
+            stores: number;
+            /**
+             * Max Per Thread
+             * @description The most stores one thread made to it
+             */
+            max_per_thread: number;
+        };
+        /**
          * Artifact
          * @description A file an engine generated for a run: a command, a batch script, manifests.
          */
@@ -6548,6 +6574,11 @@ export interface components {
              * @description Per kernel, one per memory space
              */
             totals: components["schemas"]["MemoryAccessTotals"][];
+            /**
+             * Writers
+             * @description Per array written, the threads that wrote it (every block, never sampled)
+             */
+            writers: components["schemas"]["ArrayWriters"][];
         };
         /** MetricEvent */
         MetricEvent: {

@@ -123,6 +123,7 @@ export type RunResult = S['RunResult'];
 export type MemoryReport = S['MemoryReport'];
 export type MemoryAccessLine = S['MemoryAccessLine'];
 export type MemoryAccessTotals = S['MemoryAccessTotals'];
+export type ArrayWriters = S['ArrayWriters'];
 export type KernelExample = S['KernelExample'];
 export type KernelExampleProblem = S['KernelExampleProblem'];
 export type KernelExamples = S['KernelExamples'];

@@ -5,7 +5,7 @@
  * the playground, its tests and any other view read it the same way.
  */
 
-import type { MemoryAccessLine, MemoryAccessTotals, MemoryReport } from '../api/types';
+import type { ArrayWriters, MemoryAccessLine, MemoryAccessTotals, MemoryReport } from '../api/types';
 
 /**
  * Where the counts come from and what they cannot show, said with every report
@@ -118,6 +118,20 @@ export function accessTotalText(total: MemoryAccessTotals): string {
     return `Global: ${requests}, ${total.sectors ?? 0} sectors (min ${total.min_sectors ?? 0}), ${efficiency}`;
   }
   return `Shared: ${requests}, ${total.wavefronts ?? 0} bank passes (ideal ${total.ideal_wavefronts ?? 0}), ${efficiency}`;
+}
+
+/**
+ * Who stored to one array, counted in every block:
+ * "y: stored by 4096 threads, 1 store each" or
+ * "y: stored by 1 thread, up to 4096 stores by one thread (a loop: one thread does the work of many)".
+ */
+export function accessWritersText(w: ArrayWriters): string {
+  const threads = `${w.threads} thread${w.threads === 1 ? '' : 's'}`;
+  if (w.max_per_thread <= 1) {
+    return `${w.array}: stored by ${threads}, 1 store each`;
+  }
+  const loop = w.max_per_thread > 4 ? ' (a loop: one thread does the work of many, serially on a GPU)' : '';
+  return `${w.array}: stored by ${threads}, up to ${w.max_per_thread} stores by one thread${loop}`;
 }
 
 /** The one-line headline: how many lines waste transactions, or that every access is ideal. */

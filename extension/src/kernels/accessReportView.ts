@@ -12,6 +12,7 @@ import {
   accessHeadline,
   accessLineLabel,
   accessTotalText,
+  accessWritersText,
   formatCount,
   rankAccessRows
 } from './accessReport';
@@ -67,6 +68,13 @@ export function renderAccessReport(report: MemoryReport, goToLine: (line: number
         )
       )
     : null;
+  const writers = report.writers?.length
+    ? h(
+        'ul',
+        { className: 'gpudojo-access-writers', attrs: { 'aria-label': 'Threads that stored to each array' } },
+        ...report.writers.map(w => h('li', { text: accessWritersText(w), attrs: { 'data-array': w.array } }))
+      )
+    : null;
   return h(
     'section',
     {
@@ -78,6 +86,7 @@ export function renderAccessReport(report: MemoryReport, goToLine: (line: number
     h('div', { className: 'gpudojo-access-note', text: `${report.note}; ${report.sampling}.` }),
     h('div', { className: 'gpudojo-access-headline', text: accessHeadline(report) }),
     table,
-    totals
+    totals,
+    writers
   );
 }

@@ -358,6 +358,15 @@ class MemoryAccessTotals(_Model):
     efficiency: float = Field(description="min_sectors/sectors (global) or ideal_wavefronts/wavefronts (shared), 0..1")
 
 
+class ArrayWriters(_Model):
+    """Which threads stored to one argument array, counted over every block of the launch."""
+
+    array: str = Field(description="The argument's name")
+    threads: int = Field(description="Threads that stored to it (or ran an atomic on it) at least once")
+    stores: int = Field(description="Stores and atomics to it, all threads")
+    max_per_thread: int = Field(description="The most stores one thread made to it")
+
+
 class MemoryReport(_Model):
     """How each warp touched memory in the CPU emulator: coalescing per line, bank conflicts per line."""
 
@@ -368,6 +377,9 @@ class MemoryReport(_Model):
     blocks_total: int
     lines: list[MemoryAccessLine] = Field(default_factory=list)
     totals: list[MemoryAccessTotals] = Field(default_factory=list, description="Per kernel, one per memory space")
+    writers: list[ArrayWriters] = Field(
+        default_factory=list, description="Per array written, the threads that wrote it (every block, never sampled)"
+    )
 
 
 class RunResult(_Model):

@@ -96,6 +96,9 @@ def memory_text(m: MemoryReport) -> list[str]:
                 f"{t.efficiency:.0%} efficient)"
             )
     lines.append("    kernel total: " + "; ".join(totals))
+    for w in m.writers:
+        each = "1 store each" if w.max_per_thread <= 1 else f"up to {w.max_per_thread} stores by one thread"
+        lines.append(f"    {w.array} stored by {w.threads} thread{'s' if w.threads != 1 else ''}, {each}")
     return lines
 
 

@@ -489,6 +489,8 @@ for k, case in enumerate(meta):
     outs[f"y{k}"] = got["y"]
     results.append({
         "compile_ms": facts["compile_ms"], "run_ms": facts["run_ms"],
+        "writers": next((w for w in (facts.get("memory") or {}).get("writers", []) if w["array"] == "y"), None)
+        if "memory" in facts else "not measured",
         "inputs_changed": not (np.array_equal(got["x"].view(np.uint32), x.view(np.uint32))
                                and np.array_equal(got["b"].view(np.uint32), b.view(np.uint32))),
     })
@@ -538,6 +540,11 @@ for k, case in enumerate(meta):
 np.savez(sys.argv[3], **outs)
 print(json.dumps({"results": results}))
 """
+
+
+# One thread per element stores once; a kernel that zeroes y[i] first, or stores through a
+# helper, stores a few times. A serial loop stores n times in one thread.
+MAX_STORES_PER_THREAD = 4
 
 
 def kernel_cases() -> list[dict]:
@@ -655,6 +662,22 @@ def test_kernel_values(learner, figures, gpus, tmp_path):
             fail(f"with {launch}, kernel.cu changed x or b; it must write only y")
         if f"y{k}" not in got or got[f"y{k}"].size != n:
             fail(f"with {launch}, running kernel.cu gave no output y of {n} elements")
+        # One thread per element: the emulator counts, in every block, which threads stored to y.
+        # A loop in one thread (or in one thread per block) writes the right values too, and only a
+        # GPU's clock would see it; here the count does.
+        who = info.get("writers")
+        if who == "not measured":
+            figures.add("threads that wrote y", None, note="not counted: the emulator ran without its access report")
+        elif who is not None:
+            figures.add("threads that wrote y", f"{who['threads']} of {n}", note=f"at most {who['max_per_thread']} "
+                        "store(s) by one thread")
+            if who["threads"] < n or who["max_per_thread"] > MAX_STORES_PER_THREAD:
+                fail(
+                    f"with {launch}, y's {n} elements were stored by {who['threads']} thread(s), one of them storing "
+                    f"{who['max_per_thread']} time(s): the launch has a thread for every element, and each thread "
+                    "computes and stores its own y[i] (i = blockIdx.x * blockDim.x + threadIdx.x). A loop over "
+                    "elements in one thread gives the right values but runs serially on the GPU."
+                )
         y = got[f"y{k}"].astype(np.float64).reshape(-1)
         want = reference(arrays[f"x{k}"], arrays[f"b{k}"], case["a"]).reshape(-1)
         wrong, i = first_mismatch(y, want)

@@ -80,4 +80,14 @@ def summarize(raw: dict[str, Any], lines: dict[int, int | None]) -> dict[str, An
         "blocks_total": total,
         "lines": out_lines,
         "totals": totals,
+        # Counted in every block, sampled or not.
+        "writers": [
+            {
+                "array": w["array"],
+                "threads": int(w["threads"]),
+                "stores": int(w["stores"]),
+                "max_per_thread": int(w["max_per_thread"]),
+            }
+            for w in raw.get("writers", [])
+        ],
     }

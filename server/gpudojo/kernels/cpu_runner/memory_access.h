@@ -138,6 +138,16 @@ std::vector<Site> sites;
 std::unordered_map<uint64_t, size_t> site_index;
 unsigned long long recorded_accesses = 0, blocks_recorded = 0, blocks_total = 0, block_stride = 1;
 bool capped = false;
+// Who wrote each global array, counted in every block (recorded or not): stores and atomics by
+// each thread of the running block, folded into the launch's figures at the end of the block.
+// "y written by one thread" is the serial loop a check must tell from one thread per element.
+struct Writers {
+    unsigned long long threads = 0, stores = 0, max_per_thread = 0;
+};
+std::vector<Writers> writers;             // one per argument array
+std::vector<unsigned> block_stores;       // [array * threads + thread] in the running block
+std::vector<unsigned char> block_wrote;   // the arrays a store reached in the running block
+int block_threads = 0;
 
 void add_shared_array(const char* name, uintptr_t box, size_t box_size) {
     SharedArray a;
@@ -164,6 +174,10 @@ void prepare(int threads, size_t dynamic_bytes, unsigned long long total_blocks)
         arrays_max = std::max(arrays_max, (uintptr_t)(a.region + a.region_len));
     }
     warp_gen.assign((threads + 31) / 32, 0);
+    block_threads = threads;
+    writers.assign(arrays.size(), Writers{});
+    block_stores.assign(arrays.size() * (size_t)threads, 0);
+    block_wrote.assign(arrays.size(), 0);
     blocks_total = total_blocks;
     block_stride = (total_blocks + kMaxRecordedBlocks - 1) / kMaxRecordedBlocks;
 }
@@ -277,6 +291,11 @@ void access(void* pc, const void* p, int size, int op) {
         for (const ArrayMap& m : arrays)
             if (addr >= (uintptr_t)m.region && addr < (uintptr_t)(m.region + m.region_len)) a = &m;
         if (!a) return;
+        if (op != LOAD) {
+            size_t j = a - arrays.data();
+            ++block_stores[j * block_threads + current];
+            block_wrote[j] = 1;
+        }
         if (addr < (uintptr_t)a->data || addr + size > (uintptr_t)(a->data + a->nbytes)) {
             long long index = addr >= (uintptr_t)a->data ? (long long)((addr - (uintptr_t)a->data) / a->elsize)
                                                          : -(long long)(((uintptr_t)a->data - addr + a->elsize - 1) / a->elsize);
@@ -357,6 +376,18 @@ void begin_block(unsigned long long linear) {
 
 void end_block() {
     if (recording) flush_groups();
+    for (size_t j = 0; j < writers.size(); ++j) {
+        if (!block_wrote[j]) continue;
+        block_wrote[j] = 0;
+        unsigned* c = &block_stores[j * block_threads];
+        Writers& w = writers[j];
+        for (int t = 0; t < block_threads; ++t) {
+            if (!c[t]) continue;
+            ++w.threads, w.stores += c[t];
+            w.max_per_thread = std::max<unsigned long long>(w.max_per_thread, c[t]);
+            c[t] = 0;
+        }
+    }
 }
 
 // The report as JSON members for the result line (code addresses as the runner reads them).
@@ -375,6 +406,16 @@ std::string report_json() {
                  i ? "," : "", s.pc, space_names[s.space], op_names[s.op], s.size, s.requests, s.accesses, s.bytes,
                  s.sectors, s.min_sectors, s.wavefronts, s.ideal_wavefronts, s.max_ways);
         out += buf;
+    }
+    out += "],\"writers\":[";
+    bool first = true;
+    for (size_t j = 0; j < writers.size(); ++j) {
+        if (!writers[j].stores) continue;
+        snprintf(buf, sizeof buf, "%s{\"array\":\"%s\",\"threads\":%llu,\"stores\":%llu,\"max_per_thread\":%llu}",
+                 first ? "" : ",", arrays[j].name.c_str(), writers[j].threads, writers[j].stores,
+                 writers[j].max_per_thread);
+        out += buf;
+        first = false;
     }
     return out + "]}";
 }

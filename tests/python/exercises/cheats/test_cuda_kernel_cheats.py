@@ -224,6 +224,29 @@ SHORTCUTS = {
             ),
         ),
     ),
+    # The right values from a loop in one thread: exact on a CPU, serial on a GPU.
+    "cuda-serial-loop-in-one-thread": Shortcut(
+        "kernel.cu",
+        (
+            ("    if (i >= n) return;\n", "    if (i != 0) return;\n    for (i = 0; i < n; ++i) {\n"),
+            (CUDA_GELU, CUDA_GELU + "    }\n"),
+        ),
+        "kernel-values",
+        ("stored by 1 thread(s)", "each thread computes and stores its own y[i]"),
+    ),
+    # The same, one loop per block in its first thread.
+    "cuda-loop-in-each-blocks-first-thread": Shortcut(
+        "kernel.cu",
+        (
+            (
+                "    if (i >= n) return;\n",
+                "    if (threadIdx.x != 0) return;\n    int end = min(n, i + (int)blockDim.x);\n    for (; i < end; ++i) {\n",
+            ),
+            (CUDA_GELU, CUDA_GELU + "    }\n"),
+        ),
+        "kernel-values",
+        ("thread for every element",),
+    ),
     # A kernel that writes its result into x as well.
     "cuda-writes-its-input": Shortcut(
         "kernel.cu",
