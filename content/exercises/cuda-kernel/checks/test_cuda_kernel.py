@@ -669,8 +669,11 @@ def test_kernel_values(learner, figures, gpus, tmp_path):
         if who == "not measured":
             figures.add("threads that wrote y", None, note="not counted: the emulator ran without its access report")
         elif who is not None:
-            figures.add("threads that wrote y", f"{who['threads']} of {n}", note=f"at most {who['max_per_thread']} "
-                        "store(s) by one thread")
+            figures.add(
+                "threads that wrote y",
+                f"{who['threads']} of {n}",
+                note=f"at most {who['max_per_thread']} store(s) by one thread",
+            )
             if who["threads"] < n or who["max_per_thread"] > MAX_STORES_PER_THREAD:
                 fail(
                     f"with {launch}, y's {n} elements were stored by {who['threads']} thread(s), one of them storing "

@@ -240,7 +240,9 @@ SHORTCUTS = {
         (
             (
                 "    if (i >= n) return;\n",
-                "    if (threadIdx.x != 0) return;\n    int end = min(n, i + (int)blockDim.x);\n    for (; i < end; ++i) {\n",
+                "    if (threadIdx.x != 0) return;\n"
+                "    int end = min(n, i + (int)blockDim.x);\n"
+                "    for (; i < end; ++i) {\n",
             ),
             (CUDA_GELU, CUDA_GELU + "    }\n"),
         ),
