@@ -283,6 +283,35 @@ def test_static_shared_access_past_its_array_names_thread_block_and_line(service
     assert "line 4" in err.message
 
 
+SHARED_LIST_OVERFLOW = """\
+extern "C" __global__ void fill(const float* in, float* out) {
+  __shared__ float s[64], other[32], scale;
+  if (threadIdx.x == 0) scale = 2.0f;
+  s[threadIdx.x] = in[threadIdx.x];
+  other[threadIdx.x] = in[threadIdx.x];
+  __syncthreads();
+  out[threadIdx.x] = s[threadIdx.x] * scale + other[threadIdx.x % 32];
+}
+"""
+
+
+def test_each_array_of_a_shared_declaration_list_is_checked_and_counted(service):
+    # `__shared__ float s[32], other[32], scale;` declares two arrays and a scalar on one line:
+    # each array gets its own red zones (the overflow names `other`, not a neighbour it ran into)
+    # and its own rows in the report.
+    bad = run(
+        service, SHARED_LIST_OVERFLOW, "fill", [1], [64], [arr("inp", [64], "ones"), arr("out", [64], output=True)]
+    )
+    assert bad.status == "error" and bad.error.kind == "out_of_bounds", bad.error
+    assert bad.error.thread == [32, 0, 0] and bad.error.line == 5
+    assert "shared write of other[32]" in bad.error.message and "other has 32 elements" in bad.error.message
+    fixed = SHARED_LIST_OVERFLOW.replace("  other[threadIdx.x] =", "  if (threadIdx.x < 32) other[threadIdx.x] =")
+    good = run(service, fixed, "fill", [1], [64], [arr("inp", [64], "ones"), arr("out", [64], output=True)])
+    assert good.status == "ran", good.error
+    stores = {r.line for r in good.memory.lines if r.space == "shared" and "store" in r.ops}
+    assert {line_of(fixed, "s[threadIdx.x] = in"), line_of(fixed, "other[threadIdx.x] = in")} <= stores
+
+
 DYNAMIC_SHARED_OVERFLOW = """\
 extern "C" __global__ void stage(const float* in, float* out) {
   extern __shared__ float buf[];

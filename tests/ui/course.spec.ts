@@ -1,7 +1,7 @@
 import { Locator, Page, expect, test } from '@playwright/test';
 import * as fs from 'fs';
 import * as path from 'path';
-import { TOKEN, answerKey, keepScreenshot, openLab, openSidebar } from './helpers';
+import { TOKEN, answerKey, answerQuiz, keepScreenshot, openLab, openSidebar } from './helpers';
 
 test('a learner opens lesson 1, runs it as a notebook, takes the quiz and completes it', async ({ page }) => {
   await openLab(page);
@@ -38,7 +38,7 @@ test('a learner opens lesson 1, runs it as a notebook, takes the quiz and comple
   const questions = quiz.locator('.gpudojo-quiz-question');
   await expect(questions).toHaveCount(5);
   const [firstQuestion] = [...key.keys()];
-  await answer(quiz, key, { wrong: firstQuestion });
+  await answerQuiz(quiz, key, { wrong: firstQuestion });
   await quiz.locator('.gpudojo-quiz-submit').click();
   await expect(quiz.locator('.gpudojo-quiz-score')).toContainText('Score: 4 / 5');
   await expect(questions.first()).toHaveAttribute('data-correct', 'false');
@@ -52,7 +52,7 @@ test('a learner opens lesson 1, runs it as a notebook, takes the quiz and comple
       await expect(quiz.locator(`[data-qid="${qid}"] input:checked`)).toHaveCount(right.length);
     }
   }
-  await answer(quiz, key, { only: firstQuestion });
+  await answerQuiz(quiz, key, { only: firstQuestion });
   await quiz.locator('.gpudojo-quiz-submit').click();
   await expect(quiz.locator('.gpudojo-quiz-score')).toContainText('Score: 5 / 5');
 
@@ -98,30 +98,6 @@ test('a learner opens lesson 1, runs it as a notebook, takes the quiz and comple
   const again = await openSidebar(page);
   await expect(again.locator('.gpudojo-course-item[data-id="gpu-intro"]')).toHaveAttribute('data-status', 'completed');
 });
-
-/** Tick the right choices of every question (a wrong one for `wrong`; only `only` if given). */
-async function answer(
-  quiz: Locator,
-  key: Map<string, string[]>,
-  { wrong, only }: { wrong?: string; only?: string } = {}
-): Promise<void> {
-  for (const [qid, right] of key) {
-    if (only && qid !== only) {
-      continue;
-    }
-    const question = quiz.locator(`[data-qid="${qid}"]`);
-    if (qid === wrong) {
-      const ids = await question.locator('.gpudojo-quiz-choice').evaluateAll(rows =>
-        rows.map(r => (r as HTMLElement).dataset.choiceId ?? '')
-      );
-      await question.locator(`[data-choice-id="${ids.find(id => !right.includes(id))}"] input`).check();
-      continue;
-    }
-    for (const id of right) {
-      await question.locator(`[data-choice-id="${id}"] input`).check();
-    }
-  }
-}
 
 /** The choice ids of every question, in the order shown. */
 async function choiceOrder(quiz: Locator): Promise<string[][]> {
@@ -292,7 +268,7 @@ test('a learner takes the module test, sees the score, and can retake it', async
   // all but the last question's.
   const key = answerKey('module-test.toml');
   const lastQuestion = [...key.keys()].pop()!;
-  await answer(view, key, { wrong: lastQuestion });
+  await answerQuiz(view, key, { wrong: lastQuestion });
   const served = await choiceOrder(view);
   await view.locator('.gpudojo-quiz-submit').click();
   const score = view.locator('.gpudojo-quiz-score');

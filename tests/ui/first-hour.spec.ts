@@ -1,6 +1,6 @@
 import { Locator, Page, expect, test } from '@playwright/test';
 import * as path from 'path';
-import { TOKEN, answerKey, openLab, openSidebar } from './helpers';
+import { TOKEN, answerKey, answerQuiz, openLab, openSidebar } from './helpers';
 
 const DOCS = path.resolve(__dirname, '..', '..', 'docs');
 
@@ -73,7 +73,7 @@ test('a first hour: home, next step, lesson 1 and its quiz, live progress, a lab
     await expect(finish).toBeHidden();
     await expect(end).toContainText('Answer the quiz to finish the lesson here.');
   }
-  await answer(quiz, answerKey('lessons/01-gpu-intro.quiz.toml'));
+  await answerQuiz(quiz, answerKey('lessons/01-gpu-intro.quiz.toml'));
   await quiz.locator('.gpudojo-quiz-submit').click();
   await expect(quiz.locator('.gpudojo-quiz-score')).toContainText('Score: 5 / 5');
   await expect(end).toHaveAttribute('data-offered', 'true');
@@ -186,15 +186,3 @@ async function setProgress(page: Page, kind: string, id: string, status: string)
   expect(r.ok()).toBe(true);
 }
 
-/** Tick the right choices of every question not answered right already. */
-async function answer(quiz: Locator, key: Map<string, string[]>): Promise<void> {
-  for (const [qid, right] of key) {
-    const question = quiz.locator(`[data-qid="${qid}"]`);
-    for (const id of right) {
-      const input = question.locator(`[data-choice-id="${id}"] input`);
-      if (!(await input.isChecked())) {
-        await input.check();
-      }
-    }
-  }
-}

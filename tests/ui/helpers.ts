@@ -1,4 +1,4 @@
-import { Page, expect } from '@playwright/test';
+import { Locator, Page, expect } from '@playwright/test';
 import { createHash } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -101,4 +101,35 @@ export function answerKey(file: string): Map<string, string[]> {
     );
   }
   return key;
+}
+
+/**
+ * Tick the right choices of every question of a quiz (found by choice id: the server shuffles
+ * them for every attempt), a wrong one for `wrong`, only question `only` if given; a choice
+ * already ticked is left as it is.
+ */
+export async function answerQuiz(
+  quiz: Locator,
+  key: Map<string, string[]>,
+  { wrong, only }: { wrong?: string; only?: string } = {}
+): Promise<void> {
+  for (const [qid, right] of key) {
+    if (only && qid !== only) {
+      continue;
+    }
+    const question = quiz.locator(`[data-qid="${qid}"]`);
+    if (qid === wrong) {
+      const ids = await question.locator('.gpudojo-quiz-choice').evaluateAll(rows =>
+        rows.map(r => (r as HTMLElement).dataset.choiceId ?? '')
+      );
+      await question.locator(`[data-choice-id="${ids.find(id => !right.includes(id))}"] input`).check();
+      continue;
+    }
+    for (const id of right) {
+      const input = question.locator(`[data-choice-id="${id}"] input`);
+      if (!(await input.isChecked())) {
+        await input.check();
+      }
+    }
+  }
 }

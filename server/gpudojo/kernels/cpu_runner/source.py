@@ -36,11 +36,17 @@ UNSUPPORTED: list[tuple[str, re.Pattern[str]]] = [
 _EXTERN_SHARED = re.compile(
     r"\bextern\s+__shared__\s+([^;{}()\[\]]*(?:\([^;{}()]*\)[^;{}()\[\]]*)*?)\s*\b([A-Za-z_]\w*)\s*\[\s*\]\s*;"
 )
-# `[static] [volatile] __shared__ TYPE name[d1][d2]...;` with one declarator (a list, or a scalar,
-# is left as it is: it runs, only without red zones).
+# `[static] [volatile] __shared__ TYPE name[d1][d2]...;` with one declarator (a scalar is left as
+# it is: it runs, only without red zones). A list, `__shared__ TYPE a[n], b[m], c;`, is first split
+# into one declaration per name (_SHARED_LIST), on the same line.
 _STATIC_SHARED = re.compile(
     r"(?<![\w])((?:(?:static|volatile|const)\s+)*)__shared__\s+([^;{}=\[\],]*?)\s*\b([A-Za-z_]\w*)\s*"
     r"((?:\[[^\[\];{}]+\]\s*)+);"
+)
+_DECLARATOR = r"[A-Za-z_]\w*\s*(?:\[[^\[\];{}]+\]\s*)*"
+_SHARED_LIST = re.compile(
+    r"(?<![\w])((?:(?:static|volatile|const)\s+)*__shared__\s+)([^;{}=\[\],]*?[\w>])\s+"
+    rf"({_DECLARATOR}(?:,\s*{_DECLARATOR})+);"
 )
 SHARED_BOX_PREFIX = "gpudojo_shared_"
 RED_ZONE = 128  # bytes each side of a boxed array; memory_access.h reads the same layout
@@ -134,9 +140,17 @@ def _box_for(m: re.Match[str]) -> str:
     return text + "\n" * m.group(0).count("\n")
 
 
+def _split_list(m: re.Match[str]) -> str:
+    # `__shared__ float a[32], b[32];` -> `__shared__ float a[32]; __shared__ float b[32];` (the
+    # type ends in a word or `>`, so a pointer declarator such as `float *p, q[4]` is never split).
+    head, type_text = m.group(1), m.group(2)
+    parts = [" ".join(d.split()) for d in m.group(3).split(",")]
+    return " ".join(f"{head}{type_text} {d};" for d in parts) + "\n" * m.group(0).count("\n")
+
+
 def box_static_shared(source: str) -> str:
     """Each static ``__shared__`` array boxed between red zones (out-of-bounds checks), on the same lines."""
-    return _STATIC_SHARED.sub(_box_for, source)
+    return _STATIC_SHARED.sub(_box_for, _SHARED_LIST.sub(_split_list, source))
 
 
 def check_kernel_name(kernel: str) -> bool:
