@@ -9,7 +9,7 @@ Every rank builds the same dataset and the same initial weights from the seed. W
 rank then reads the whole dataset. --crash_rank R makes rank R raise at step 3, so that you can
 practise finding the root cause of a failed distributed job.
 
-Reports through labkit, per step: loss and samples_per_s; per epoch: epoch_time_s,
+Reports through labkit, per step: loss, samples_per_s and mfu; per epoch: epoch_time_s,
 samples_seen and epoch_loss (averaged over all ranks); at the end: param_checksum, the sum of
 all parameters, which must be the same on every rank. Exits 0 when training finished.
 """
@@ -107,6 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     labkit.seed_everything(args.seed)  # the same seed everywhere: the same data and initial weights
     dataset = make_dataset(args.samples, args.seed)
     model = make_model(args.hidden).to(device)
+    # Model FLOPs per training sample: each weight does a multiply-add (2 FLOPs) forward and two
+    # backward (the input's gradient and its own): 6 per weight. labkit then reports mfu with
+    # samples_per_s, against the GPU's datasheet fp32 peak or, on a CPU, a matmul it measures.
+    weights = sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
+    labkit.declare_flops(per_sample=6 * weights, dtype="fp32", device=device)
     # DDP broadcasts rank 0's parameters and buffers, then all-reduces (averages) the gradients
     # in buckets while backward() runs.
     ddp = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)

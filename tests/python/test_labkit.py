@@ -218,3 +218,41 @@ def test_record_is_torchs_and_writes_the_error_file_with_the_traceback(tmp_path)
     message = json.loads(error_file.read_text())["message"]
     assert message["message"] == "RuntimeError: rank 1 ran out of patience"
     assert "fails.py" in message["extraInfo"]["py_callstack"]
+
+
+# --- MFU -----------------------------------------------------------------------------------------
+
+
+def test_declared_flops_add_mfu_to_every_throughput_against_a_measured_cpu_peak(run_dir, capsys):
+    from gpudojo.labkit import mfu
+
+    try:
+        peak = labkit.declare_flops(per_sample=1e6, dtype="fp32", device="cpu")
+        assert peak.measured and 1e8 < peak.flops_per_s < 1e13  # a real CPU's matmul rate
+        assert "not a datasheet figure" in capsys.readouterr().out
+        labkit.report(0, loss=1.0, samples_per_s=2000.0)
+        labkit.report(1, loss=0.9)  # no throughput, no mfu
+        labkit.report(2, samples_per_s=1000.0, mfu=0.5)  # the script's own figure is kept
+        first, second, third = lines(run_dir / "metrics" / "rank0.jsonl")
+        assert first["mfu"] == pytest.approx(2000.0 * 1e6 / peak.flops_per_s)
+        assert "mfu" not in second and third["mfu"] == 0.5
+    finally:
+        mfu.forget()
+
+
+def test_a_known_gpu_takes_its_datasheet_dense_peak_and_others_are_measured():
+    from gpudojo.labkit.mfu import datasheet_peak
+
+    assert datasheet_peak("NVIDIA H100 80GB HBM3", "bf16").flops_per_s == 989.4e12
+    assert datasheet_peak("NVIDIA H100 PCIe", "bf16").flops_per_s == 756.5e12
+    assert datasheet_peak("NVIDIA A100-SXM4-80GB", "tf32").flops_per_s == 156e12
+    assert datasheet_peak("NVIDIA L4", "fp32").flops_per_s == 30.3e12
+    assert datasheet_peak("NVIDIA L40", "bf16") is None  # "L4" is not an L40's peak
+    assert datasheet_peak("Tesla T4", "bf16") is None
+    assert "datasheet dense bf16" in datasheet_peak("NVIDIA H200", "bf16").basis
+
+
+@pytest.mark.parametrize(("per_sample", "dtype"), [(0, "fp32"), (-1.0, "fp32"), (True, "fp32"), (1e6, "int8")])
+def test_declare_flops_refuses_what_is_not_a_positive_count_or_a_known_dtype(per_sample, dtype):
+    with pytest.raises(ValueError, match=r"labkit\.declare_flops"):
+        labkit.declare_flops(per_sample=per_sample, dtype=dtype, device="cpu")

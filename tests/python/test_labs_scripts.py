@@ -203,6 +203,12 @@ def test_lab03_two_ranks_learn_in_sync_on_half_the_data_each(tmp_path):
         assert len(series(metrics, "loss")) == 2 * 256 // 32  # 2 epochs of 256 samples in batches of 32
         assert series(metrics, "samples_seen") == [256, 256]  # the sampler split the 512 samples
         assert all(v > 0 for v in series(metrics, "samples_per_s") + series(metrics, "epoch_time_s"))
+        # MFU rides along with every samples_per_s: 6 FLOPs per weight of the 32-64-64-8 MLP.
+        step_rows = [r for r in metrics if "samples_per_s" in r]
+        assert all(0 < r["mfu"] < 1.5 for r in step_rows)
+        peak = {r["samples_per_s"] * 6 * (32 * 64 + 64 * 64 + 64 * 8) / r["mfu"] for r in step_rows}
+        assert max(peak) / min(peak) < 1 + 1e-9  # one peak per rank, measured once
+    assert "not a datasheet figure" in done.stdout  # the log says what MFU is a fraction of
     loss = series(m0, "loss")
     assert loss[-1] < loss[0]  # the manifest's `decreases` check, on rank 0
     assert series(m0, "epoch_loss") == series(m1, "epoch_loss")  # all-reduced

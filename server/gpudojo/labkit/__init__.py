@@ -13,6 +13,9 @@
     with labkit.memory_capture(context=labkit.model_context(model, optimizer=opt)) as mem:
         ...                             # recorded when the run asks (or force=True): see labkit.memory
 
+    labkit.declare_flops(per_sample=6 * n_weights, dtype="bf16")   # then report() adds mfu
+                                        # to every samples_per_s: see labkit.mfu
+
     with labkit.profile(wait=1, warmup=1, active=3):
         for step in range(steps):
             ...
@@ -49,6 +52,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .. import runfolder
 from .memory import MemoryCapture, memory_capture, memory_phase, model_context
+from .mfu import declare_flops, mfu_of
 from .profile import ProfileCapture, profile, profile_step  # labkit.profile: the function, not the module
 
 if TYPE_CHECKING:
@@ -59,6 +63,7 @@ __all__ = [
     "ProfileCapture",
     "backend",
     "check",
+    "declare_flops",
     "device",
     "local_rank",
     "memory_capture",
@@ -202,7 +207,9 @@ def report(step: int | None = None, **values: Any) -> None:
     """Record metric values (e.g. loss, samples/s) for this rank at a training step.
 
     Units are the script's, named in the lab's manifest. Raises TypeError for a value that is not
-    a JSON scalar or for a key labkit uses itself (t, rank, step, check).
+    a JSON scalar or for a key labkit uses itself (t, rank, step, check). Once the script has
+    declared its model's FLOPs (``declare_flops``), a record with ``samples_per_s`` also gets
+    ``mfu``, the fraction of the peak that throughput uses.
     """
     if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
         raise TypeError(f"labkit.report: step must be an int or None, not {type(step).__name__}")
@@ -214,6 +221,8 @@ def report(step: int | None = None, **values: Any) -> None:
     r = rank()
     record = {"t": time.time(), "rank": r, "step": step}
     record.update((key, _scalar(key, value)) for key, value in values.items())
+    if "mfu" not in record and (mfu := mfu_of(record.get("samples_per_s"))) is not None:
+        record["mfu"] = mfu  # once the script declared its FLOPs (labkit.declare_flops)
     _emit(record)
 
 
