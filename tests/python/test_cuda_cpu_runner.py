@@ -333,3 +333,42 @@ def test_results_equal_numpy_bit_for_bit_for_integer_kernels(service):
     )
     passed(result)
     assert result.checks[0].preview == [float(v) for v in np.bincount(values, minlength=10)[:8]]
+
+
+# bfloat16 rounding in NumPy: keep float32's top 16 bits, rounding to nearest, ties to even.
+BF16 = (
+    "(lambda v: ((v.view(np.uint32) + np.uint32(0x7FFF) + ((v.view(np.uint32) >> 16) & 1))"
+    " & np.uint32(0xFFFF0000)).view(np.float32))"
+)
+
+
+def test_bfloat16_rounds_each_operation_to_nearest_even_like_numpy(service):
+    source = (
+        "#include <cuda_bf16.h>\n"
+        'extern "C" __global__ void k(const float* x, float* y, float* acc, int n) {\n'
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i >= n) return;\n"
+        "  __nv_bfloat16 v = __float2bfloat16(x[i]);\n"
+        "  y[i] = __bfloat162float(__hmul(v, __float2bfloat16(3.0f)));\n"
+        "  __nv_bfloat16 s = 0.0f;\n"
+        "  for (int k = 0; k < 300; ++k) s += __nv_bfloat16(1.0f);  // 256 + 1 rounds back to 256\n"
+        "  acc[i] = s;\n"
+        "}\n"
+    )
+    n = 1000
+    args = [
+        arr("x", [n], "random"),
+        arr("y", [n], output=True),
+        arr("acc", [n], output=True),
+        {"kind": "scalar", "name": "n", "dtype": "int32", "value": n},
+    ]
+    expected = {"y": f"{BF16}({BF16}(x) * np.float32(3))", "acc": "np.full(x.shape, 256.0)"}
+    result = run(service, source, "k", [4], [256], args, expected)
+    assert result.status == "passed", (result.error, result.checks)
+
+
+def test_paired_bfloat16_is_refused_with_its_line(service):
+    source = 'extern "C" __global__ void k(float* out) {\n  __nv_bfloat162 p;\n  out[0] = 0.0f;\n}\n'
+    result = run(service, source, "k", [1], [32], [arr("out", [32], output=True)])
+    assert result.status == "error" and result.error.kind == "unsupported"
+    assert result.error.line == 2 and "__nv_bfloat162" in result.error.message

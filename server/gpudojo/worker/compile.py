@@ -11,6 +11,8 @@ Replies: the result, or {"error": {"kind", "message"}}.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
 import linecache
 import os
@@ -20,6 +22,7 @@ import sys
 import tempfile
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
 from gpudojo.kernels.parse import (
@@ -74,6 +77,26 @@ def _nvrtc_bytes(prog: Any, size_fn: Any, get_fn: Any) -> bytes:
     return buf
 
 
+@functools.cache
+def fp_headers_dir() -> str | None:
+    """NVIDIA's cuda_fp16.h and cuda_bf16.h for this NVRTC's major version, as numba-cuda (a
+    dependency) ships them for its own NVRTC compiles; None where they are not installed. NVRTC
+    has no include path of its own, so without them `#include <cuda_bf16.h>` cannot compile."""
+    from cuda.bindings import nvrtc
+
+    spec = importlib.util.find_spec("numba_cuda")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    err, major, _minor = nvrtc.nvrtcVersion()
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        return None
+    for root in spec.submodule_search_locations:
+        folder = Path(root) / "numba" / "cuda" / "include" / str(major)
+        if (folder / "cuda_bf16.h").is_file():
+            return str(folder)
+    return None
+
+
 def cuda_options(req: dict[str, Any]) -> list[str]:
     """NVRTC options from the allow-listed request options only."""
     opts = req["options"]
@@ -84,6 +107,8 @@ def cuda_options(req: dict[str, Any]) -> list[str]:
         f"-Xptxas=-O{int(opts['opt_level'])}",
         f"-std={opts['std']}",
     ]
+    if headers := fp_headers_dir():
+        out.append(f"--include-path={headers}")
     if opts.get("max_registers"):
         out.append(f"-maxrregcount={int(opts['max_registers'])}")
     if opts.get("fast_math"):

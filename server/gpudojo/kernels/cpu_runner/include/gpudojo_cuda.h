@@ -88,6 +88,51 @@ inline __half __hmul(__half a, __half b) { return a * b; }
 inline __half __hdiv(__half a, __half b) { return a / b; }
 inline __half __hfma(__half a, __half b, __half c) { return (__half)((float)a * (float)b + (float)c); }
 
+// --- bfloat16: float's 8 exponent bits with 7 mantissa bits. g++ 12 has no __bf16, so a struct
+// holding the top 16 bits of a float. Each operation is done in float and rounded once to the
+// nearest bfloat16 (ties to even), as sm_80's bf16 instructions round their results; NaN stays NaN.
+inline unsigned short gpudojo_bf16_bits(float f) {
+    unsigned u;
+    __builtin_memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);  // a quiet NaN
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (unsigned short)(u >> 16);
+}
+struct __nv_bfloat16 {
+    unsigned short x;
+    __nv_bfloat16() = default;
+    __nv_bfloat16(float f) : x(gpudojo_bf16_bits(f)) {}
+    __nv_bfloat16(double d) : x(gpudojo_bf16_bits((float)d)) {}
+    __nv_bfloat16(int i) : x(gpudojo_bf16_bits((float)i)) {}
+    operator float() const {
+        unsigned u = (unsigned)x << 16;
+        float f;
+        __builtin_memcpy(&f, &u, 4);
+        return f;
+    }
+};
+typedef __nv_bfloat16 nv_bfloat16;
+inline __nv_bfloat16 __float2bfloat16(float f) { return __nv_bfloat16(f); }
+inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
+inline float __bfloat162float(__nv_bfloat16 h) { return (float)h; }
+inline __nv_bfloat16 operator+(__nv_bfloat16 a, __nv_bfloat16 b) { return (float)a + (float)b; }
+inline __nv_bfloat16 operator-(__nv_bfloat16 a, __nv_bfloat16 b) { return (float)a - (float)b; }
+inline __nv_bfloat16 operator*(__nv_bfloat16 a, __nv_bfloat16 b) { return (float)a * (float)b; }
+inline __nv_bfloat16 operator/(__nv_bfloat16 a, __nv_bfloat16 b) { return (float)a / (float)b; }
+inline __nv_bfloat16 operator-(__nv_bfloat16 a) { return -(float)a; }
+inline __nv_bfloat16& operator+=(__nv_bfloat16& a, __nv_bfloat16 b) { return a = a + b; }
+inline __nv_bfloat16& operator-=(__nv_bfloat16& a, __nv_bfloat16 b) { return a = a - b; }
+inline __nv_bfloat16& operator*=(__nv_bfloat16& a, __nv_bfloat16 b) { return a = a * b; }
+inline __nv_bfloat16& operator/=(__nv_bfloat16& a, __nv_bfloat16 b) { return a = a / b; }
+inline __nv_bfloat16 __hadd(__nv_bfloat16 a, __nv_bfloat16 b) { return a + b; }
+inline __nv_bfloat16 __hsub(__nv_bfloat16 a, __nv_bfloat16 b) { return a - b; }
+inline __nv_bfloat16 __hmul(__nv_bfloat16 a, __nv_bfloat16 b) { return a * b; }
+inline __nv_bfloat16 __hdiv(__nv_bfloat16 a, __nv_bfloat16 b) { return a / b; }
+inline __nv_bfloat16 __hneg(__nv_bfloat16 a) { return -a; }
+inline __nv_bfloat16 __hfma(__nv_bfloat16 a, __nv_bfloat16 b, __nv_bfloat16 c) {
+    return __builtin_fmaf((float)a, (float)b, (float)c);
+}
+
 // --- barriers and warp collectives (out of line: see the top of this file) ----------------
 extern "C" void __syncthreads(void);
 extern "C" int __syncthreads_count(int predicate);
