@@ -9,6 +9,7 @@ import type { GpudojoClient } from '../api/client';
 import { FINAL_STATUSES } from '../api/types';
 import type { Capture, Run } from '../api/types';
 import { h } from '../dom';
+import { RunArtifactSection } from '../runs/artifactSection';
 import { formatBytes } from './format';
 import { MemoryView } from './memoryView';
 
@@ -20,47 +21,27 @@ export interface RunMemorySectionOptions {
   openCaptures: () => Capture[];
 }
 
-export class RunMemorySection {
+export class RunMemorySection extends RunArtifactSection<Capture> {
   constructor(options: RunMemorySectionOptions) {
+    const host = h('div', { className: 'gpudojo-run-memory-host' });
+    super({
+      title: 'Memory',
+      sectionClass: 'gpudojo-run-memory-section',
+      listClass: 'gpudojo-memory-captures',
+      messageClass: 'gpudojo-memory-muted gpudojo-memory-captures-message',
+      below: host,
+      what: 'memory captures'
+    });
     this._options = options;
-    this._list = h('ul', { className: 'gpudojo-memory-captures' });
-    this._message = h('p', { className: 'gpudojo-memory-muted gpudojo-memory-captures-message' });
-    this._host = h('div', { className: 'gpudojo-run-memory-host' });
-    this.node = h(
-      'section',
-      { className: 'gpudojo-run-section gpudojo-run-memory-section' },
-      h('h3', { text: 'Memory' }),
-      this._message,
-      this._list,
-      this._host
-    );
+    this._host = host;
   }
 
-  readonly node: HTMLElement;
-
-  /** Look for captures when the run starts, and again once it has ended (when they are written). */
-  update(run: Run): void {
-    const phase = FINAL_STATUSES.has(run.status) ? 'final' : 'live';
-    this._run = run;
-    if (phase === this._phase) {
-      return;
-    }
-    this._phase = phase;
-    void this.refresh();
+  protected async fetch(run: Run): Promise<Capture[]> {
+    return (await this._options.client.listCaptures(run.id)).captures;
   }
 
-  /** GET memory/captures for the run and list them. */
-  async refresh(): Promise<void> {
-    const run = this._run;
-    if (!run) {
-      return;
-    }
-    try {
-      this._captures = (await this._options.client.listCaptures(run.id)).captures;
-    } catch (error) {
-      this._message.textContent = `The run's memory captures could not be listed: ${(error as Error).message}`;
-      return;
-    }
+  protected show(run: Run, captures: Capture[]): void {
+    this._captures = captures;
     this._renderList(run);
   }
 
@@ -74,10 +55,8 @@ export class RunMemorySection {
   }
 
   private _renderList(run: Run): void {
-    this._list.textContent = '';
     const captures = this._captures;
-    this._message.textContent = captures.length ? '' : emptyMessage(run);
-    this._message.hidden = captures.length > 0;
+    this.startList(captures.length, emptyMessage(run));
     for (const capture of captures) {
       const show = h('button', {
         className: 'jp-Button jp-mod-styled jp-mod-minimal gpudojo-memory-capture-show',
@@ -92,7 +71,7 @@ export class RunMemorySection {
         attrs: { type: 'button' }
       });
       tab.addEventListener('click', () => this._options.openCapture(capture.id));
-      this._list.appendChild(
+      this.list.appendChild(
         h(
           'li',
           { attrs: { 'data-capture': capture.id, 'data-kind': capture.kind } },
@@ -124,17 +103,13 @@ export class RunMemorySection {
     });
     this._view = view;
     Widget.attach(view, this._host);
-    for (const item of Array.from(this._list.children)) {
+    for (const item of Array.from(this.list.children)) {
       item.toggleAttribute('data-shown', item.getAttribute('data-capture') === id);
     }
   }
 
   private _options: RunMemorySectionOptions;
-  private _list: HTMLElement;
-  private _message: HTMLElement;
   private _host: HTMLElement;
-  private _run: Run | null = null;
-  private _phase: 'live' | 'final' | null = null;
   private _captures: Capture[] = [];
   private _view: MemoryView | null = null;
 }

@@ -9,6 +9,7 @@ import type { GpudojoClient } from '../api/client';
 import { FINAL_STATUSES } from '../api/types';
 import type { Run, Trace } from '../api/types';
 import { h } from '../dom';
+import { RunArtifactSection } from '../runs/artifactSection';
 import { formatBytes } from '../memory/format';
 import type { IRunProfileSection } from '../tokens';
 import { comparablePair, isAllRanks, previousRunOf, recordsProfile } from './commands';
@@ -26,50 +27,32 @@ export interface RunProfileSectionOptions {
 /** Runs of the lab looked at for the previous one. */
 const PREVIOUS_RUNS_LOOKED_AT = 50;
 
-export class RunProfileSection implements IRunProfileSection {
+export class RunProfileSection extends RunArtifactSection<Trace> implements IRunProfileSection {
   constructor(options: RunProfileSectionOptions) {
+    const previous = h('div', { className: 'gpudojo-profile-previous' });
+    super({
+      title: 'Profile',
+      sectionClass: 'gpudojo-run-profile-section',
+      listClass: 'gpudojo-profile-traces',
+      messageClass: 'gpudojo-profile-muted gpudojo-profile-traces-message',
+      below: previous,
+      what: 'profile traces'
+    });
     this._options = options;
-    this._list = h('ul', { className: 'gpudojo-profile-traces' });
-    this._message = h('p', { className: 'gpudojo-profile-muted gpudojo-profile-traces-message' });
-    this._previous = h('div', { className: 'gpudojo-profile-previous' });
-    this.node = h(
-      'section',
-      { className: 'gpudojo-run-section gpudojo-run-profile-section' },
-      h('h3', { text: 'Profile' }),
-      this._message,
-      this._list,
-      this._previous
-    );
+    this._previous = previous;
     this.node.hidden = true;
   }
 
-  readonly node: HTMLElement;
-
-  /** Look for traces when the run starts, and again once it has ended (when they are written). */
-  update(run: Run): void {
-    const phase = FINAL_STATUSES.has(run.status) ? 'final' : 'live';
-    this._run = run;
-    if (phase === this._phase) {
-      return;
-    }
-    this._phase = phase;
-    void this.refresh();
+  protected async fetch(run: Run): Promise<Trace[]> {
+    return (await this._options.client.listTraces(run.id)).traces;
   }
 
-  /** GET profile/traces for the run, list them, and look for the previous run to compare with. */
-  async refresh(): Promise<void> {
-    const run = this._run;
-    if (!run) {
-      return;
-    }
-    let traces: Trace[];
-    try {
-      traces = (await this._options.client.listTraces(run.id)).traces;
-    } catch (error) {
-      this.node.hidden = !recordsProfile(run);
-      this._message.textContent = `The run's profile traces could not be listed: ${(error as Error).message}`;
-      return;
-    }
+  protected listFailed(run: Run): void {
+    this.node.hidden = !recordsProfile(run);
+  }
+
+  /** List the traces, and look for the previous run to compare with once this one has ended. */
+  protected async show(run: Run, traces: Trace[]): Promise<void> {
     this._render(run, traces);
     if (traces.length && FINAL_STATUSES.has(run.status)) {
       this._options.listed?.(run, traces);
@@ -78,15 +61,13 @@ export class RunProfileSection implements IRunProfileSection {
   }
 
   dispose(): void {
-    this._run = null;
+    this.run = null;
   }
 
   private _render(run: Run, traces: Trace[]): void {
     this.node.hidden = !traces.length && !recordsProfile(run);
     this.node.setAttribute('data-traces', String(traces.length));
-    this._message.textContent = traces.length ? '' : emptyProfileMessage(run);
-    this._message.hidden = traces.length > 0;
-    this._list.textContent = '';
+    this.startList(traces.length, emptyProfileMessage(run));
     // All ranks first: it is the one to read when a run has several.
     const ordered = [...traces].sort((a, b) => Number(isAllRanks(b)) - Number(isAllRanks(a)) || (a.rank ?? 0) - (b.rank ?? 0));
     for (const trace of ordered) {
@@ -97,7 +78,7 @@ export class RunProfileSection implements IRunProfileSection {
         attrs: { type: 'button' }
       });
       open.addEventListener('click', () => this._options.openTrace(trace.id));
-      this._list.appendChild(
+      this.list.appendChild(
         h(
           'li',
           { attrs: { 'data-trace': trace.id, 'data-all-ranks': String(isAllRanks(trace)) } },
@@ -118,7 +99,7 @@ export class RunProfileSection implements IRunProfileSection {
     try {
       const runs = (await this._options.client.listRuns({ lab: run.lab, limit: PREVIOUS_RUNS_LOOKED_AT })).runs;
       const previous = previousRunOf(run, runs);
-      if (!previous || this._run?.id !== run.id) {
+      if (!previous || this.run?.id !== run.id) {
         return;
       }
       const pair = comparablePair((await this._options.client.listTraces(previous.id)).traces, traces);
@@ -139,11 +120,7 @@ export class RunProfileSection implements IRunProfileSection {
   }
 
   private _options: RunProfileSectionOptions;
-  private _list: HTMLElement;
-  private _message: HTMLElement;
   private _previous: HTMLElement;
-  private _run: Run | null = null;
-  private _phase: 'live' | 'final' | null = null;
 }
 
 /** What an empty list means for a run that asked for a profile, and what to do about it. */
