@@ -96,6 +96,8 @@ test("without a GPU a learner's CUDA C runs in the CPU emulator: an out-of-bound
   await expect(report.locator('.gpudojo-access-source')).toContainText('not measured by hardware counters');
   await expect(report.locator('.gpudojo-access-note')).toContainText('every access of all 4 blocks recorded');
   await expect(report.locator('.gpudojo-access-headline')).toHaveText(/^Every access is ideal/);
+  // One thread per element: the 1000 elements of c were stored by 1000 threads, once each.
+  await expect(report.locator('.gpudojo-access-writers li[data-array="c"]')).toHaveText('c: stored by 1000 threads, 1 store each');
   const added = report.locator('tr.gpudojo-access-row[data-line="5"][data-space="global"]');
   await expect(added.locator('.gpudojo-access-verdict')).toHaveText('coalesced');
   await expect(editor.locator('[data-access-line]')).toHaveCount(0);
