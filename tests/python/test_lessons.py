@@ -48,9 +48,11 @@ def test_lesson_has_objectives_sections_and_a_five_question_quiz(lesson):
 def test_lesson_length_is_within_the_syllabus_range(lesson):
     prose = re.sub(r"```.*?```", "", lesson.path.read_text(), flags=re.S)
     words = len(prose.split())
-    # The syllabus says 2,500-5,000 words; 10% over is tolerated. Lesson 7 (memory) is the one
-    # exception: issue 28 added transformer memory, sized and measured, and MFU to it.
-    cap = 7000 if lesson.meta.id == "memory" else 5500
+    # The syllabus says 2,500-5,000 words; 10% over is tolerated. Lessons 7 (memory) and 6
+    # (parallelism) are the exceptions: issue 28 added transformer memory, sized and measured, and
+    # MFU to lesson 7, and FSDP x TP on a 2-D mesh, HSDP, DCP resharding, and context and expert
+    # parallelism to lesson 6.
+    cap = {"memory": 7000, "parallelism": 6000}.get(lesson.meta.id, 5500)
     assert 2500 <= words <= cap, words
 
 

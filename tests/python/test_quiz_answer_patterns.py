@@ -83,8 +83,11 @@ def test_the_lint_catches_right_answers_that_come_first():
 
     quizzes = {p.name: right_first(load(p)) for p in QUIZ_FILES}
     problems = position_problems(quizzes)
-    assert "the course: choice 1 is the right one in 45 of 45 single-answer questions" in problems
-    assert "module-test.toml: choice 1 is the right one in 17 of 17 single-answer questions" in problems
+    singles = {name: sum(q.kind == "single" for q in quiz.questions) for name, quiz in quizzes.items()}
+    course, module = sum(singles.values()), singles["module-test.toml"]
+    assert module >= 17 and course - module >= 28  # the files as written, at least: the lint sees all of them
+    assert f"the course: choice 1 is the right one in {course} of {course} single-answer questions" in problems
+    assert f"module-test.toml: choice 1 is the right one in {module} of {module} single-answer questions" in problems
     assert "module-test.toml: l2-syncthreads: the right choices are the first 2" in problems
     assert {p.split(":")[0] for p in problems} == {p.name for p in QUIZ_FILES} | {"the course"}
 

@@ -177,7 +177,7 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
 
     app.commands.addCommand(CourseCommandIds.openModuleTest, {
       label: 'Open the Module Test',
-      caption: '25 questions across the eight lessons, graded with every choice explained; retakes allowed',
+      caption: '32 questions across the eight lessons, graded with every choice explained; retakes allowed',
       execute: () =>
         openModuleView(
           testViews,
