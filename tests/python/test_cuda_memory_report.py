@@ -170,18 +170,20 @@ def test_lanes_reading_one_shared_word_are_a_broadcast_not_a_conflict(service):
     assert read.max_ways == 1 and read.wavefronts == read.ideal_wavefronts
 
 
-def test_big_launches_are_sampled_and_say_so(service):
-    n = 1 << 16
-    result = run(
-        service,
-        STRIDED_COPY,
-        "copy",
-        [n // 64],
-        [64],
-        [arr("inp", [n], "arange"), arr("out", [n], output=True), scalar("n", n), scalar("stride", 1)],
-        {"out": "inp"},
-    )
+BIG = 1 << 16  # elements of the big copies: 1024 blocks of 64, of which 64 are recorded
+
+
+def big_copy(service, source):
+    """``source``'s copy kernel on BIG elements, stride 1, checked against its input."""
+    n = BIG
+    args = [arr("inp", [n], "arange"), arr("out", [n], output=True), scalar("n", n), scalar("stride", 1)]
+    result = run(service, source, "copy", [n // 64], [64], args, {"out": "inp"})
     passed(result)
+    return result
+
+
+def test_big_launches_are_sampled_and_say_so(service):
+    result = big_copy(service, STRIDED_COPY)
     m = result.memory
     assert m.sampled and m.blocks_total == 1024 and m.blocks_recorded == 64
     assert "sampled: 64 of 1024 blocks" in m.sampling and m.sampling in run_text(result)
@@ -204,17 +206,8 @@ def writers(result) -> dict[str, tuple[int, int, int]]:
 def test_writers_of_each_array_are_counted_in_every_block_even_when_sampled(service, source):
     # 1024 blocks of 64: only 64 blocks have their requests recorded, but who stored to `out` is
     # counted in all of them, so a serial loop cannot hide in the blocks the sampling skips.
-    n = 1 << 16
-    result = run(
-        service,
-        source,
-        "copy",
-        [n // 64],
-        [64],
-        [arr("inp", [n], "arange"), arr("out", [n], output=True), scalar("n", n), scalar("stride", 1)],
-        {"out": "inp"},
-    )
-    passed(result)
+    n = BIG
+    result = big_copy(service, source)
     assert result.memory.sampled
     if source is STRIDED_COPY:
         assert writers(result) == {"out": (n, n, 1)}
