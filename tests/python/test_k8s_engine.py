@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -519,3 +520,12 @@ def test_a_job_left_by_a_dead_follower_is_deleted_when_the_run_service_recovers(
         assert wait_no_processes(standin)
     finally:
         service.close()
+
+
+def test_every_labkit_module_is_shipped_to_the_pods():
+    # A module labkit imports but the ConfigMap leaves out fails every lab in its pods.
+    from gpudojo.runs.engines.k8s_manifests import LABKIT_FILES, PACKAGE
+
+    text = (PACKAGE / "labkit" / "__init__.py").read_text(encoding="utf-8")
+    imported = {f"labkit/{name}.py" for name in re.findall(r"^from \.(\w+) import", text, flags=re.M)}
+    assert imported and imported <= set(LABKIT_FILES), imported - set(LABKIT_FILES)

@@ -48,7 +48,14 @@ GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's resource name
 KUBERNETES_NOTE = "Checked offline against the Kubernetes v{version} API schemas; kubectl.txt says how to apply it."
 PACKAGE = Path(__file__).resolve().parents[2]  # server/gpudojo
 # What a pod needs of gpudojo to run a lab script: labkit and the run-folder names it reads.
-LABKIT_FILES = ("__init__.py", "runfolder.py", "labkit/__init__.py", "labkit/memory.py", "labkit/profile.py")
+LABKIT_FILES = (
+    "__init__.py",
+    "runfolder.py",
+    "labkit/__init__.py",
+    "labkit/memory.py",
+    "labkit/mfu.py",
+    "labkit/profile.py",
+)
 
 
 @dataclass
