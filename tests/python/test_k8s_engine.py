@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -522,10 +521,23 @@ def test_a_job_left_by_a_dead_follower_is_deleted_when_the_run_service_recovers(
         service.close()
 
 
-def test_every_labkit_module_is_shipped_to_the_pods():
-    # A module labkit imports but the ConfigMap leaves out fails every lab in its pods.
-    from gpudojo.runs.engines.k8s_manifests import LABKIT_FILES, PACKAGE
-
-    text = (PACKAGE / "labkit" / "__init__.py").read_text(encoding="utf-8")
-    imported = {f"labkit/{name}.py" for name in re.findall(r"^from \.(\w+) import", text, flags=re.M)}
-    assert imported and imported <= set(LABKIT_FILES), imported - set(LABKIT_FILES)
+def test_the_shipped_files_alone_run_labkit_in_a_pod(tmp_path):
+    # A module labkit imports but the ConfigMap leaves out fails every lab in its pods: the files
+    # shipped, and nothing else of gpudojo, must import labkit and run its MFU and report path.
+    script = tmp_path / "train.py"
+    script.write_text("", encoding="utf-8")
+    for rel, text in code_files(script, None).items():
+        (tmp_path / "code" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "code" / rel).write_text(text, encoding="utf-8")
+    probe = (
+        "import sys; sys.path.insert(0, '.'); import gpudojo.labkit as labkit; "
+        "import os; assert labkit.__file__.startswith(os.getcwd()), labkit.__file__; "
+        "labkit.declare_flops(per_sample=10.0); labkit.report(1, samples_per_s=5.0); "
+        "assert {m for m in sys.modules if m.startswith('gpudojo.')} <= "
+        "{'gpudojo.labkit', 'gpudojo.runfolder'} | {f'gpudojo.labkit.{n}' for n in ('memory', 'mfu', 'profile')}"
+    )
+    done = subprocess.run(
+        [sys.executable, "-E", "-s", "-c", probe], cwd=tmp_path / "code", capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"mfu"' in done.stdout, done.stdout

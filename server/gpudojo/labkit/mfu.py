@@ -31,12 +31,16 @@ _H200 = "https://www.nvidia.com/en-us/data-center/h200/"
 _A100 = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
 _L4 = "https://www.nvidia.com/en-us/data-center/l4/"
 _L40S = "https://www.nvidia.com/en-us/data-center/l40s/"
+# The H200 and the H100 SXM share the Hopper SXM's compute (the H200 differs in memory), and the
+# two NVL cards share theirs; each figure is written once.
+_HOPPER_SXM = {"bf16": 989.4, "fp16": 989.4, "tf32": 494.7, "fp32": 66.9}
+_HOPPER_NVL = {"bf16": 835.5, "fp16": 835.5, "tf32": 417.5, "fp32": 59.8}
 DATASHEET_PEAKS: tuple[tuple[str, dict[str, float], str], ...] = (
-    ("H200 NVL", {"bf16": 835.5, "fp16": 835.5, "tf32": 417.5, "fp32": 59.8}, _H200),
-    ("H200", {"bf16": 989.4, "fp16": 989.4, "tf32": 494.7, "fp32": 66.9}, _H200),
-    ("H100 NVL", {"bf16": 835.5, "fp16": 835.5, "tf32": 417.5, "fp32": 59.8}, _H100_SXM),
+    ("H200 NVL", _HOPPER_NVL, _H200),
+    ("H200", _HOPPER_SXM, _H200),
+    ("H100 NVL", _HOPPER_NVL, _H100_SXM),
     ("H100 PCIe", {"bf16": 756.5, "fp16": 756.5, "tf32": 378.0, "fp32": 51.2}, _H100_SXM),
-    ("H100", {"bf16": 989.4, "fp16": 989.4, "tf32": 494.7, "fp32": 66.9}, _H100_SXM),  # SXM
+    ("H100", _HOPPER_SXM, _H100_SXM),  # SXM
     ("A100", {"bf16": 312.0, "fp16": 312.0, "tf32": 156.0, "fp32": 19.5}, _A100),
     ("L40S", {"bf16": 362.05, "fp16": 362.05, "tf32": 183.0, "fp32": 91.6}, _L40S),
     ("L4", {"bf16": 121.0, "fp16": 121.0, "tf32": 60.0, "fp32": 30.3}, _L4),

@@ -21,6 +21,7 @@ gives it. Data in, data out: nothing here talks to a cluster.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -47,15 +48,39 @@ OPERATOR_PORT = 23456  # the training operator's default (container port "pytorc
 GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's resource name
 KUBERNETES_NOTE = "Checked offline against the Kubernetes v{version} API schemas; kubectl.txt says how to apply it."
 PACKAGE = Path(__file__).resolve().parents[2]  # server/gpudojo
-# What a pod needs of gpudojo to run a lab script: labkit and the run-folder names it reads.
-LABKIT_FILES = (
-    "__init__.py",
-    "runfolder.py",
-    "labkit/__init__.py",
-    "labkit/memory.py",
-    "labkit/mfu.py",
-    "labkit/profile.py",
-)
+
+
+def labkit_files() -> tuple[str, ...]:
+    """What a pod needs of gpudojo to run a lab script: labkit and every gpudojo module it imports,
+    followed through relative imports (paths relative to the package), so a module labkit gains
+    is shipped without a list to keep."""
+    # gpudojo/__init__.py is shipped but not followed: its imports of the server (the Jupyter
+    # extension's hooks) run only when Jupyter loads it, never in a lab script.
+    wanted, seen = ["labkit/__init__.py"], {"__init__.py"}
+    while wanted:
+        rel = wanted.pop()
+        if rel in seen:
+            continue
+        seen.add(rel)
+        path = PACKAGE / rel
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            base = path.parent
+            for _ in range(node.level - 1):
+                base = base.parent
+            if node.module:
+                base = base.joinpath(*node.module.split("."))
+            # "from .memory import x" names a module; "from . import runfolder" may name one.
+            targets = [base] if node.module else [base / alias.name for alias in node.names]
+            for target in targets:
+                for candidate in (target.with_suffix(".py"), target / "__init__.py"):
+                    if candidate.is_file():
+                        wanted.append(candidate.relative_to(PACKAGE).as_posix())
+    return tuple(sorted(seen))
+
+
+LABKIT_FILES = labkit_files()
 
 
 @dataclass
