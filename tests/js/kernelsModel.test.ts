@@ -223,6 +223,28 @@ describe('PlaygroundModel languages', () => {
     expect(model.form.kernel).toBe('saxpy');
   });
 
+  it("takes a linked file's new text: the shown language compiles it, the other keeps it for later", async () => {
+    const { api, model, timers } = await ready();
+    const changes: PlaygroundChange[] = [];
+    model.changed.connect((_, change) => changes.push(change));
+    const before = api.compiles.length;
+    model.setSourceOf('cuda', '// typed in kernel.cu');
+    expect(model.source).toBe('// typed in kernel.cu');
+    timers.advance(600);
+    expect(api.compiles.length).toBe(before + 1);
+    expect(api.compiles[api.compiles.length - 1].request.source).toBe('// typed in kernel.cu');
+    model.setLanguage('numba');
+    const shown = api.compiles.length;
+    changes.length = 0;
+    model.setSourceOf('cuda', '// typed again');
+    timers.advance(600);
+    expect(changes).toEqual(['source']);
+    expect(model.source).toBe(NUMBA_STARTER);
+    expect(api.compiles.length).toBe(shown);
+    model.setLanguage('cuda');
+    expect(model.source).toBe('// typed again');
+  });
+
   it('opens with the source and run preset a lesson gives', async () => {
     const { api, model } = await ready({
       language: 'numba',

@@ -1,4 +1,4 @@
-import { Page, expect, test } from '@playwright/test';
+import { Locator, Page, expect, test } from '@playwright/test';
 import * as fs from 'fs';
 import * as path from 'path';
 import { TOKEN, keepScreenshot, openLab, openSidebar } from './helpers';
@@ -130,6 +130,36 @@ test('a learner starts exercise 2, checks the starter, fixes it and completes th
   await expect(playground.locator('.gpudojo-playground-file-state')).toHaveText('Saved');
   const saved = await page.request.get(`/api/contents/gpudojo-exercises/${EXERCISE}/${main}?token=${TOKEN}&content=1`);
   expect((await saved.json()).content).toContain('// tried in the playground');
+
+  // Editor -> playground: what the learner types in kernel.cu reaches the playground as typed.
+  const playgroundTab = page.locator('.lm-TabBar-tab[data-id="gpudojo-kernel-playground-file-gpudojo-exercises-cuda-kernel-kernel-cu"]');
+  const fileState = playground.locator('.gpudojo-playground-file-state');
+  const typeAtTop = async (where: Locator, text: string) => {
+    await where.locator('.cm-content').click();
+    await page.keyboard.press('Control+Home');
+    await page.keyboard.type(text);
+  };
+  await fileTab(page, main).click();
+  await typeAtTop(cu, '// typed in the editor\n');
+  await playgroundTab.click();
+  await expect(playground.locator('.gpudojo-source .cm-content')).toContainText('// typed in the editor');
+  await expect(fileState).toHaveText('Follows its editor (not saved there)');
+  // Both changed: the playground keeps its own edit and offers the editor's text.
+  await typeAtTop(playground.locator('.gpudojo-source'), '// mine\n');
+  await expect(fileState).toHaveText('Unsaved changes');
+  await fileTab(page, main).click();
+  await typeAtTop(cu, '// theirs\n');
+  await playgroundTab.click();
+  await expect(fileState).toHaveText('Unsaved changes; its editor changed too');
+  await expect(playground.locator('.gpudojo-source .cm-content')).toContainText('// mine');
+  await playground.locator('.gpudojo-playground-take').click();
+  await expect(playground.locator('.gpudojo-source .cm-content')).not.toContainText('// mine');
+  await expect(playground.locator('.gpudojo-source .cm-content')).toContainText('// theirs');
+  await expect(playground.locator('.gpudojo-playground-take')).toBeHidden();
+  await playground.locator('.gpudojo-playground-save').click();
+  await expect(fileState).toHaveText('Saved');
+  const synced = await page.request.get(`/api/contents/gpudojo-exercises/${EXERCISE}/${main}?token=${TOKEN}&content=1`);
+  expect((await synced.json()).content).toMatch(/^\/\/ theirs\n\/\/ typed in the editor\n/);
 
   // Check the untouched starter: failures with their reasons.
   await page.locator(`.lm-TabBar-tab[data-id="gpudojo-exercise-${EXERCISE}"]`).click();

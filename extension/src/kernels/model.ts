@@ -232,6 +232,16 @@ export class PlaygroundModel {
     this._scheduleCompile();
   }
 
+  /** Replace `language`'s source (its linked file changed); the shown language's compiles again. */
+  setSourceOf(language: KernelLanguage, text: string): void {
+    if (language === this._language) {
+      this.setSource(text);
+    } else if (text !== this._sources[language]) {
+      this._sources[language] = text;
+      this._changed.emit('source');
+    }
+  }
+
   /** Switch language: each language keeps its own source and run fields. */
   setLanguage(language: KernelLanguage): void {
     if (language === this._language) {

@@ -40,7 +40,7 @@ export class KernelPlayground extends Panel {
     this.labTitle = args.labTitle;
     this.file = args.file;
     this._saveFile = options.saveFile ?? null;
-    this._savedText = args.file ? (args.source ?? null) : null;
+    this._fileText = args.file ? (args.source ?? null) : null;
     const model = (this.model = new PlaygroundModel({
       source: options.client,
       language: args.language,
@@ -135,9 +135,57 @@ export class KernelPlayground extends Panel {
   /** The file this playground is linked to (Save writes its CUDA C source there), if any. */
   readonly file: string | undefined;
 
-  /** Whether the CUDA C source differs from what the linked file last held. */
+  /** Whether the CUDA C source has edits of its own: it differs from the linked file's text. */
   get unsaved(): boolean {
-    return this.file !== undefined && this._savedText !== this.model.sourceOf('cuda');
+    return this.file !== undefined && this._fileText !== this.model.sourceOf('cuda');
+  }
+
+  /**
+   * The linked file's text as its editor holds it now (or as saved, with no editor open), and
+   * whether that editor has unsaved changes. With no edits of its own, the playground follows
+   * it: the learner types in kernel.cu and the playground compiles what they typed. With edits
+   * of its own, it keeps them and offers the editor's text instead of overwriting either.
+   */
+  followFile(text: string, dirty: boolean): void {
+    if (!this.file || this.isDisposed) {
+      return;
+    }
+    const source = this.model.sourceOf('cuda');
+    const ownEdits = this._fileText !== null && source !== this._fileText;
+    this._fileDirty = dirty;
+    if (text !== this._fileText) {
+      this._fileText = text;
+      if (!ownEdits || source === text) {
+        this._takeFileText();
+      } else {
+        this._editorMovedOn = true;
+      }
+    }
+    this._drawFileState();
+  }
+
+  /** The file's text as the playground last saw it, without following it (a restored playground). */
+  setFileText(text: string, dirty: boolean): void {
+    if (!this.file || this.isDisposed) {
+      return;
+    }
+    this._fileText = text;
+    this._fileDirty = dirty;
+    this._drawFileState();
+  }
+
+  /** Replace the playground's CUDA C source with the file's text (its own edits are dropped). */
+  private _takeFileText(): void {
+    const text = this._fileText;
+    this._editorMovedOn = false;
+    if (text === null) {
+      return;
+    }
+    this.model.setSourceOf('cuda', text);
+    if (this.model.language === 'cuda') {
+      this._editor.setText(text);
+    }
+    this._drawFileState();
   }
 
   /** Write the CUDA C source to the linked file; resolves true once it is saved. */
@@ -153,7 +201,9 @@ export class KernelPlayground extends Panel {
       this._drawFileState(`Not saved: ${(error as Error).message ?? error}`, 'error');
       return false;
     }
-    this._savedText = text;
+    this._fileText = text;
+    this._fileDirty = false;
+    this._editorMovedOn = false;
     this._drawFileState();
     return true;
   }
@@ -169,6 +219,14 @@ export class KernelPlayground extends Panel {
     });
     save.addEventListener('click', () => void this.saveToFile());
     this._saveButton = save;
+    const take = h('button', {
+      className: 'jp-Button jp-mod-styled jp-mod-reject gpudojo-playground-take',
+      text: 'Use the editor’s text',
+      title: `Replace this playground's CUDA C source with ${file} as its editor holds it (the playground's edits are dropped)`,
+      attrs: { type: 'button', hidden: '' }
+    });
+    take.addEventListener('click', () => this._takeFileText());
+    this._takeButton = take;
     const bar = h(
       'span',
       {
@@ -180,7 +238,8 @@ export class KernelPlayground extends Panel {
       h('code', { text: file }),
       ' ',
       this._fileState,
-      save
+      save,
+      take
     );
     return bar;
   }
@@ -190,10 +249,23 @@ export class KernelPlayground extends Panel {
       return;
     }
     const unsaved = this.unsaved;
-    this._fileState.textContent = text ?? (unsaved ? 'Unsaved changes' : 'Saved');
-    this._fileState.dataset.state = text ? kind : unsaved ? 'unsaved' : 'saved';
+    const conflict = unsaved && this._editorMovedOn;
+    const [label, state] = text
+      ? [text, kind]
+      : conflict
+        ? ['Unsaved changes; its editor changed too', 'conflict']
+        : unsaved
+          ? ['Unsaved changes', 'unsaved']
+          : this._fileDirty
+            ? ['Follows its editor (not saved there)', 'following']
+            : ['Saved', 'saved'];
+    this._fileState.textContent = label;
+    this._fileState.dataset.state = state;
     if (this._saveButton) {
       this._saveButton.disabled = !this._saveFile;
+    }
+    if (this._takeButton) {
+      this._takeButton.hidden = !conflict;
     }
     // The tab shows JupyterLab's unsaved dot (MainAreaWidget copies the content's title).
     this.title.className = unsaved ? 'jp-mod-dirty' : '';
@@ -270,6 +342,10 @@ export class KernelPlayground extends Panel {
         break;
       }
       case 'source':
+        if (!this.unsaved) {
+          // Typed back to the file's text: nothing is left to reconcile.
+          this._editorMovedOn = false;
+        }
         this._drawFileState();
         break;
     }
@@ -295,8 +371,14 @@ export class KernelPlayground extends Panel {
   private _fileBar: HTMLElement | null;
   private _fileState: HTMLElement | null = null;
   private _saveButton: HTMLButtonElement | null = null;
+  private _takeButton: HTMLButtonElement | null = null;
   private _saveFile: ((path: string, text: string) => Promise<void>) | null;
-  private _savedText: string | null;
+  /** The linked file's text as its editor (or, with none open, the disk) last held it. */
+  private _fileText: string | null;
+  /** Whether the file's editor has changes it has not saved. */
+  private _fileDirty = false;
+  /** The file's editor changed while the playground had edits of its own. */
+  private _editorMovedOn = false;
   private _editor: SourceEditor;
   private _run: RunPanel;
   private _ptx: PtxPanel;

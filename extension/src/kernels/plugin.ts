@@ -8,6 +8,7 @@ import {
 import { ICommandPalette, IThemeManager, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
 import { IEditorServices } from '@jupyterlab/codeeditor';
 import { IDocumentManager } from '@jupyterlab/docmanager';
+import type { DocumentRegistry } from '@jupyterlab/docregistry';
 import { ILauncher } from '@jupyterlab/launcher';
 import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import type { GpudojoClient } from '../api/client';
@@ -65,6 +66,62 @@ export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
       await app.serviceManager.contents.save(path, { type: 'file', format: 'text', content: text });
     };
 
+    /** The linked file's text: its open editor's (unsaved edits too, and whether there are any), else the saved file's. */
+    const readLinked = async (path: string): Promise<{ text: string; dirty: boolean }> => {
+      const open = docManager?.findWidget(path) ?? null;
+      const context = open ? docManager?.contextForWidget(open) : undefined;
+      if (context) {
+        return { text: context.model.toString(), dirty: context.model.dirty };
+      }
+      const model = await app.serviceManager.contents.get(path, { content: true, format: 'text', type: 'file' });
+      return { text: String(model.content ?? ''), dirty: false };
+    };
+
+    /** Playgrounds linked to `path`. */
+    const linkedTo = (path: string): KernelPlayground[] => {
+      const found: KernelPlayground[] = [];
+      tracker.forEach(widget => {
+        if (widget.content.file === path && !widget.isDisposed) {
+          found.push(widget.content);
+        }
+      });
+      return found;
+    };
+
+    // Editor -> playground: every edit in a file's editor reaches the playgrounds linked to it,
+    // as typed (a playground with edits of its own keeps them and says the editor moved on).
+    const followed = new WeakSet<DocumentRegistry.Context>();
+    app.docRegistry.addWidgetExtension('Editor', {
+      createNew: (_widget: unknown, context: DocumentRegistry.Context) => {
+        if (followed.has(context)) {
+          return; // a second view of the same file shares its context
+        }
+        followed.add(context);
+        const follow = (): void => {
+          const playgrounds = linkedTo(context.path);
+          if (playgrounds.length) {
+            const text = context.model.toString();
+            playgrounds.forEach(playground => playground.followFile(text, context.model.dirty));
+          }
+        };
+        context.model.contentChanged.connect(follow);
+        context.model.stateChanged.connect((_, change) => {
+          if (change.name === 'dirty') {
+            follow();
+          }
+        });
+        // The editor closed: what is saved is the file's text again (unsaved edits were discarded).
+        context.disposed.connect(() => {
+          const path = context.path;
+          if (linkedTo(path).length) {
+            void readLinked(path)
+              .then(({ text, dirty }) => linkedTo(path).forEach(playground => playground.followFile(text, dirty)))
+              .catch(() => undefined);
+          }
+        });
+      }
+    });
+
     app.commands.addCommand(KernelCommandIds.openPlayground, {
       label: args => {
         const { title } = readPlaygroundArgs(args);
@@ -94,6 +151,13 @@ export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
           });
           opened.disposed.connect(() => save.cancel());
           void tracker.add(opened);
+          const file = parsed.file;
+          if (file) {
+            // What the file holds now: a restored playground's own edits then show as unsaved.
+            void readLinked(file)
+              .then(({ text, dirty }) => opened.content.setFileText(text, dirty))
+              .catch(() => undefined);
+          }
         }
         showInMainArea(app, widget);
         return widget;
