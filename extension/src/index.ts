@@ -35,7 +35,7 @@ import { memoryPlugin } from './memory/plugin';
 import { profilePlugin } from './profile/plugin';
 import { runsPlugin } from './runs/plugin';
 import { GpudojoSidebar } from './sidebar/panel';
-import { showInMainArea } from './shell';
+import { followTheme, showInMainArea } from './shell';
 import { IDevicesModel, IGpudojoClient, IGpudojoSidebar } from './tokens';
 
 export { IDevicesModel, IGpudojoClient, IGpudojoSidebar, IMemoryViewer, IProfileViewer } from './tokens';
@@ -182,12 +182,7 @@ const gpuPlugin: JupyterFrontEndPlugin<void> = {
     if (launcher) {
       launcher.add({ command: CommandIds.openMonitor, category: 'gpudojo', rank: 10 });
     }
-    if (themeManager) {
-      themeManager.themeChanged.connect(() => {
-        // Let the new theme's stylesheet apply before reading its colours.
-        requestAnimationFrame(() => monitor?.content.refreshTheme());
-      });
-    }
+    followTheme(themeManager, () => monitor?.content.refreshTheme());
     if (restorer) {
       // Reopen the monitor after a reload when it was open.
       void restorer.restore(tracker, {

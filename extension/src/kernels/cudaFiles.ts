@@ -16,6 +16,7 @@ import type { ArchList } from '../api/types';
 import type { GpudojoClient } from '../api/client';
 import { gpudojoIcon } from '../icons';
 import { IGpudojoClient } from '../tokens';
+import { addOpenFileCommand } from '../shell';
 import { KernelCommandIds } from './commands';
 import { FileCompileBar } from './fileCompileBar';
 import { CUDA_EXTENSIONS, CUDA_MIME, compilesAsItIsEdited, fileRunPreset, isCudaPath } from './fileFeedback';
@@ -95,27 +96,16 @@ export const cudaFilesPlugin: JupyterFrontEndPlugin<void> = {
       });
     };
 
-    app.commands.addCommand(KernelCommandIds.openFileInPlayground, {
+    addOpenFileCommand(app, browsers, palette, {
+      id: KernelCommandIds.openFileInPlayground,
       label: 'Open in Kernel Playground',
       caption: 'Open this CUDA C file in the Kernel Playground (PTX, SASS, occupancy, runs); its Save writes back to the file',
-      icon: args => (args['isPalette'] ? undefined : gpudojoIcon),
-      isVisible: args => typeof args.path === 'string' || selectedCudaFile(browsers) !== null,
-      execute: args => {
-        const raw = typeof args.path === 'string' ? args.path : selectedCudaFile(browsers);
-        if (raw) {
-          // The server takes paths relative to its root; a drive prefix ("RTC:") is the browser's own.
-          return openInPlayground(app.serviceManager.contents.localPath(raw));
-        }
-      }
-    });
-    app.contextMenu.addItem({
-      command: KernelCommandIds.openFileInPlayground,
+      icon: gpudojoIcon,
+      accept: isCudaPath,
+      open: openInPlayground,
       selector: `.jp-DirListing-item[data-file-type="${FILE_TYPE}"]`,
       rank: 59
     });
-    if (palette) {
-      palette.addItem({ command: KernelCommandIds.openFileInPlayground, category: 'gpudojo' });
-    }
 
     app.docRegistry.addWidgetExtension('Editor', {
       createNew: (widget: IDocumentWidget, context: DocumentRegistry.Context) => {
@@ -147,17 +137,3 @@ export const cudaFilesPlugin: JupyterFrontEndPlugin<void> = {
     });
   }
 };
-
-/** The .cu or .cuh file selected in the file browser, or null. */
-function selectedCudaFile(browsers: IFileBrowserFactory | null): string | null {
-  const browser = browsers?.tracker.currentWidget;
-  if (!browser) {
-    return null;
-  }
-  for (const item of browser.selectedItems()) {
-    if (item.type !== 'directory' && isCudaPath(item.path)) {
-      return item.path;
-    }
-  }
-  return null;
-}

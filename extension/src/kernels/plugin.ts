@@ -13,7 +13,7 @@ import { ILauncher } from '@jupyterlab/launcher';
 import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import type { GpudojoClient } from '../api/client';
 import { gpudojoIcon } from '../icons';
-import { showInMainArea } from '../shell';
+import { followTheme, showInMainArea } from '../shell';
 import { IGpudojoClient } from '../tokens';
 import { KernelCommandIds, playgroundIdOf, readPlaygroundArgs } from './commands';
 import { Debouncer } from './latest';
@@ -183,12 +183,7 @@ export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
     if (launcher) {
       launcher.add({ command: KernelCommandIds.openPlayground, category: 'gpudojo', rank: 20 });
     }
-    if (themeManager) {
-      themeManager.themeChanged.connect(() => {
-        // Let the new theme's stylesheet apply before reading its colours.
-        requestAnimationFrame(() => tracker.forEach(widget => widget.content.refreshTheme()));
-      });
-    }
+    followTheme(themeManager, () => tracker.forEach(widget => widget.content.refreshTheme()));
     if (restorer) {
       void restorer.restore(tracker, {
         command: KernelCommandIds.openPlayground,

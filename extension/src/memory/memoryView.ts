@@ -4,19 +4,17 @@
  * timeline; diff and estimator work from the same capture.
  */
 
-import { Message } from '@lumino/messaging';
-import { Widget } from '@lumino/widgets';
 import type { GpudojoClient } from '../api/client';
 import type { Analysis, Capture } from '../api/types';
+import { AnalysedView } from '../analysed/analysedView';
 import { h } from '../dom';
-import { gpudojoIcon } from '../icons';
 import { DiffView } from './diffView';
 import { EstimatorView } from './estimatorView';
 import { LegendView } from './legendView';
 import { categoryColor, readMemoryPalette } from './palette';
 import { captureModeLabel, renderDownload, renderNotes, renderOom, renderPeak } from './panels';
 import { LayoutMode } from './stackLayout';
-import { PROGRESS_POLL_MS, progressText, progressValue } from './progress';
+import { MEMORY_PROGRESS } from './progress';
 import { MemoryTimeline } from './timeline';
 
 /** Allocations listed one by one per window; the rest is the remainder. */
@@ -31,92 +29,35 @@ export interface MemoryViewOptions {
   candidates: () => Promise<Capture[]>;
 }
 
-export class MemoryView extends Widget {
+export class MemoryView extends AnalysedView<Analysis, MemoryTimeline> {
   constructor(options: MemoryViewOptions) {
-    super();
+    super({
+      id: options.capture,
+      feature: 'memory',
+      idAttribute: 'capture',
+      label: 'Memory',
+      words: MEMORY_PROGRESS,
+      fetch: () => options.client.getMemoryAnalysis(options.capture),
+      progress: () => options.client.getMemoryProgress(options.capture)
+    });
     this.capture = options.capture;
     this._options = options;
-    this.addClass('gpudojo-memory-view');
-    this.node.setAttribute('data-capture', this.capture);
-    this.node.setAttribute('data-state', 'loading');
-    this.title.label = `Memory: ${this.capture.replace(/^(file|run):/, '')}`;
-    this.title.icon = gpudojoIcon;
-    this.title.closable = true;
-    this._status = h('p', { className: 'gpudojo-memory-status', text: 'Analysing the capture…', attrs: { role: 'status' } });
-    this._error = h('div', { className: 'gpudojo-error', attrs: { role: 'alert' } });
-    this._error.hidden = true;
-    this.node.append(this._status, this._error);
-    if (options.analysis) {
-      this._show(options.analysis);
-    } else {
-      void this._load();
-    }
+    this.start(options.analysis);
   }
 
   readonly capture: string;
 
-  /** The analysis, once loaded. */
   /** The estimator panel, once the analysis is drawn. */
   get estimator(): EstimatorView | null {
     return this._estimator;
   }
 
+  /** The analysis, once loaded. */
   get analysis(): Analysis | null {
     return this._analysis;
   }
 
-  refreshTheme(): void {
-    this._timeline?.refreshTheme();
-  }
-
-  dispose(): void {
-    if (this.isDisposed) {
-      return;
-    }
-    this._timeline?.dispose();
-    super.dispose();
-  }
-
-  protected onAfterShow(msg: Message): void {
-    super.onAfterShow(msg);
-    this._timeline?.refreshTheme();
-  }
-
-  private async _load(): Promise<void> {
-    // A capture never opened before is analysed now (seconds for a large snapshot): say how
-    // far it is, from the server's progress, until the analysis arrives.
-    const bar = h('progress', { className: 'gpudojo-memory-progress', attrs: { max: '1' } }) as HTMLProgressElement;
-    this._status.after(bar);
-    let waiting = true;
-    const poll = async (): Promise<void> => {
-      while (waiting && !this.isDisposed) {
-        await new Promise(resolve => setTimeout(resolve, PROGRESS_POLL_MS));
-        const progress = waiting ? await this._options.client.getMemoryProgress(this.capture).catch(() => null) : null;
-        if (progress && waiting) {
-          this._status.textContent = progressText(progress);
-          const value = progressValue(progress);
-          if (value === null) {
-            bar.removeAttribute('value');
-          } else {
-            bar.value = value;
-          }
-        }
-      }
-    };
-    void poll();
-    try {
-      this._show(await this._options.client.getMemoryAnalysis(this.capture));
-    } catch (error) {
-      this._status.hidden = true;
-      this.node.setAttribute('data-state', 'error');
-      this._showError(`The capture could not be analysed: ${(error as Error).message}`);
-    } finally {
-      waiting = false;
-      bar.remove();
-    }
-  }
-
-  private _show(analysis: Analysis): void {
+  protected draw(analysis: Analysis): void {
     this._analysis = analysis;
     const client = this._options.client;
     const palette = readMemoryPalette(this.node);
@@ -125,14 +66,14 @@ export class MemoryView extends Widget {
     this.title.label = `Memory: ${analysis.capture.label}`;
     this.title.caption = `${captureModeLabel(analysis)}: ${analysis.capture.source}`;
     const defaultMode: LayoutMode = analysis.capture.kind === 'cuda-snapshot' ? 'bands' : 'categories';
-    this._timeline = new MemoryTimeline({
+    this.timeline = new MemoryTimeline({
       analysis,
       mode: defaultMode,
       fetch: (request, signal) =>
         client.getMemoryWindow({ capture: this.capture, t0: request.t0, t1: request.t1, px: request.px, top: TOP_BANDS }, signal),
-      failed: message => this._showError(message)
+      failed: message => this.showError(message)
     });
-    const timeline = this._timeline;
+    const timeline = this.timeline;
     const legend = new LegendView({
       categories: analysis.categories,
       colorOf,
@@ -169,7 +110,6 @@ export class MemoryView extends Widget {
       colorOf
     });
     this._estimator = estimator;
-    this._status.hidden = true;
     this.node.append(
       header,
       renderNotes(analysis) ?? '',
@@ -178,7 +118,6 @@ export class MemoryView extends Widget {
       timeline.node,
       h('div', { className: 'gpudojo-memory-panels' }, side, h('div', { className: 'gpudojo-memory-side' }, diff.node, estimator.node))
     );
-    this.node.setAttribute('data-state', 'ready');
     this.node.setAttribute('data-kind', analysis.capture.kind);
   }
 
@@ -198,7 +137,7 @@ export class MemoryView extends Widget {
       });
       button.addEventListener('click', () => {
         buttons.forEach(b => b.setAttribute('aria-pressed', String(b === button)));
-        this._timeline?.setMode(mode);
+        this.timeline?.setMode(mode);
       });
       buttons.push(button);
       group.appendChild(button);
@@ -206,15 +145,7 @@ export class MemoryView extends Widget {
     return group;
   }
 
-  private _showError(message: string): void {
-    this._error.textContent = message;
-    this._error.hidden = false;
-  }
-
   private _options: MemoryViewOptions;
   private _analysis: Analysis | null = null;
   private _estimator: EstimatorView | null = null;
-  private _timeline: MemoryTimeline | null = null;
-  private _status: HTMLElement;
-  private _error: HTMLElement;
 }

@@ -9,7 +9,7 @@ import { ICommandPalette, IThemeManager, MainAreaWidget, WidgetTracker, showErro
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import type { GpudojoClient } from '../api/client';
 import type { Analysis, Capture } from '../api/types';
-import { showInMainArea } from '../shell';
+import { addOpenFileCommand, followTheme, showInMainArea, showTracked } from '../shell';
 import { Widget } from '@lumino/widgets';
 import { h } from '../dom';
 import { gpudojoIcon } from '../icons';
@@ -68,19 +68,19 @@ export const memoryPlugin: JupyterFrontEndPlugin<IMemoryViewer> = {
       return [...seen.values()];
     };
 
-    const open = (capture: string, analysis?: Analysis): MainAreaWidget<MemoryView> => {
-      let widget = tracker.find(w => w.content.capture === capture) ?? null;
-      if (!widget || widget.isDisposed) {
-        const content = new MemoryView({ capture, client, analysis, candidates: candidatesFor(capture) });
-        widget = new MainAreaWidget({ content });
-        widget.id = memoryViewId(capture);
-        widget.addClass('gpudojo-memory-panel-widget');
-        widget.title.closable = true;
-        void tracker.add(widget);
-      }
-      showInMainArea(app, widget);
-      return widget;
-    };
+    const open = (capture: string, analysis?: Analysis): MainAreaWidget<MemoryView> =>
+      showTracked(
+        app,
+        tracker,
+        view => view.capture === capture,
+        () => {
+          const content = new MemoryView({ capture, client, analysis, candidates: candidatesFor(capture) });
+          const widget = new MainAreaWidget({ content });
+          widget.id = memoryViewId(capture);
+          widget.addClass('gpudojo-memory-panel-widget');
+          return widget;
+        }
+      );
 
     app.commands.addCommand(MemoryCommandIds.openMemory, {
       label: args => {
@@ -150,37 +150,17 @@ export const memoryPlugin: JupyterFrontEndPlugin<IMemoryViewer> = {
       return widget;
     };
 
-    app.commands.addCommand(MemoryCommandIds.openMemoryFile, {
+    addOpenFileCommand(app, browsers, palette, {
+      id: MemoryCommandIds.openMemoryFile,
       label: 'Open memory timeline',
       caption: 'Analyse this snapshot (torch.cuda.memory._dump_snapshot) and show its memory over time',
-      isVisible: args => typeof args.path === 'string' || selectedSnapshot(browsers) !== null,
-      execute: args => {
-        const raw = typeof args.path === 'string' ? args.path : selectedSnapshot(browsers);
-        if (!raw) {
-          return;
-        }
-        // The server takes paths relative to its root; a drive prefix ("RTC:") is the browser's own.
-        // The view opens at once and shows the analysis's progress (a large snapshot never
-        // opened before takes seconds); a file that is no snapshot says so inside it.
-        return open(`file:${app.serviceManager.contents.localPath(raw)}`);
-      }
-    });
-
-    app.contextMenu.addItem({
-      command: MemoryCommandIds.openMemoryFile,
-      selector: '.jp-DirListing-item[data-isdir="false"]',
+      accept: isSnapshotFile,
+      // The view opens at once and shows the analysis's progress (a large snapshot never
+      // opened before takes seconds); a file that is no snapshot says so inside it.
+      open: path => open(`file:${path}`),
       rank: 61
     });
-
-    if (palette) {
-      palette.addItem({ command: MemoryCommandIds.openMemoryFile, category: 'gpudojo' });
-    }
-    if (themeManager) {
-      themeManager.themeChanged.connect(() => {
-        // Let the new theme's stylesheet apply before reading its colours.
-        requestAnimationFrame(() => tracker.forEach(w => w.content.refreshTheme()));
-      });
-    }
+    followTheme(themeManager, () => tracker.forEach(w => w.content.refreshTheme()));
     if (restorer) {
       void restorer.restore(tracker, {
         command: MemoryCommandIds.openMemory,
@@ -228,18 +208,4 @@ function revealEstimator(view: MemoryView, mode: EstimatorMode): void {
   });
   observer.observe(view.node, { childList: true, subtree: true });
   setTimeout(() => observer.disconnect(), 60_000);
-}
-
-/** The path of the snapshot file selected in the file browser, or null. */
-function selectedSnapshot(browsers: IFileBrowserFactory | null): string | null {
-  const browser = browsers?.tracker.currentWidget;
-  if (!browser) {
-    return null;
-  }
-  for (const item of browser.selectedItems()) {
-    if (item.type !== 'directory' && isSnapshotFile(item.path)) {
-      return item.path;
-    }
-  }
-  return null;
 }

@@ -10,8 +10,8 @@ import { ICommandPalette, IThemeManager, MainAreaWidget, WidgetTracker, showErro
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import type { GpudojoClient } from '../api/client';
 import type { Run, Trace } from '../api/types';
-import { showInMainArea } from '../shell';
 import { IGpudojoClient, IProfileViewer } from '../tokens';
+import { addOpenFileCommand, followTheme, showTracked } from '../shell';
 import {
   ProfileCommandIds,
   isTraceFile,
@@ -78,19 +78,18 @@ export const profilePlugin: JupyterFrontEndPlugin<IProfileViewer> = {
       return [...choices.values()];
     };
 
-    const open = (trace: string): MainAreaWidget<ProfileView> => {
-      let widget = views.find(w => w.content.trace === trace) ?? null;
-      if (!widget || widget.isDisposed) {
-        const content = new ProfileView({ trace, client, candidates, compare: openDiff });
-        widget = new MainAreaWidget({ content });
-        widget.id = profileViewId(trace);
-        widget.addClass('gpudojo-profile-panel');
-        widget.title.closable = true;
-        void views.add(widget);
-      }
-      showInMainArea(app, widget);
-      return widget;
-    };
+    const open = (trace: string): MainAreaWidget<ProfileView> =>
+      showTracked(
+        app,
+        views,
+        view => view.trace === trace,
+        () => {
+          const widget = new MainAreaWidget({ content: new ProfileView({ trace, client, candidates, compare: openDiff }) });
+          widget.id = profileViewId(trace);
+          widget.addClass('gpudojo-profile-panel');
+          return widget;
+        }
+      );
 
     app.commands.addCommand(ProfileCommandIds.openProfile, {
       label: args => {
@@ -114,19 +113,14 @@ export const profilePlugin: JupyterFrontEndPlugin<IProfileViewer> = {
       }
     });
 
-    app.commands.addCommand(ProfileCommandIds.openProfileFile, {
+    addOpenFileCommand(app, browsers, palette, {
+      id: ProfileCommandIds.openProfileFile,
       label: 'Open profile',
       caption: 'Analyse this Chrome/Kineto trace (prof.export_chrome_trace, *.pt.trace.json) and show its profile',
-      isVisible: args => typeof args.path === 'string' || selectedTrace(browsers) !== null,
-      execute: args => {
-        const raw = typeof args.path === 'string' ? args.path : selectedTrace(browsers);
-        if (!raw) {
-          return;
-        }
-        // The server takes paths relative to its root; a drive prefix ("RTC:") is the browser's own.
-        // The view opens at once and shows the analysis's progress; a file that is no trace says so inside it.
-        return open(`file:${app.serviceManager.contents.localPath(raw)}`);
-      }
+      accept: isTraceFile,
+      // The view opens at once and shows the analysis's progress; a file that is no trace says so inside it.
+      open: path => open(`file:${path}`),
+      rank: 62
     });
 
     app.commands.addCommand(ProfileCommandIds.openProfileDiff, {
@@ -138,42 +132,29 @@ export const profilePlugin: JupyterFrontEndPlugin<IProfileViewer> = {
         if (!a || !b) {
           return;
         }
-        let widget = diffs.find(w => w.content.a === a && w.content.b === b) ?? null;
-        if (!widget || widget.isDisposed) {
-          const content = new ProfileDiffView({
-            a,
-            b,
-            diff: (x, y) => client.diffProfiles(x, y),
-            open: trace => void open(trace),
-            swap: () => openDiff(b, a)
-          });
-          widget = new MainAreaWidget({ content });
-          widget.id = profileDiffId(a, b);
-          widget.addClass('gpudojo-profile-diff-panel');
-          widget.title.closable = true;
-          void diffs.add(widget);
-        }
-        showInMainArea(app, widget);
-        return widget;
+        return showTracked(
+          app,
+          diffs,
+          view => view.a === a && view.b === b,
+          () => {
+            const content = new ProfileDiffView({
+              a,
+              b,
+              diff: (x, y) => client.diffProfiles(x, y),
+              open: trace => void open(trace),
+              swap: () => openDiff(b, a)
+            });
+            const widget = new MainAreaWidget({ content });
+            widget.id = profileDiffId(a, b);
+            widget.addClass('gpudojo-profile-diff-panel');
+            return widget;
+          }
+        );
       }
     });
 
-    app.contextMenu.addItem({
-      command: ProfileCommandIds.openProfileFile,
-      selector: '.jp-DirListing-item[data-isdir="false"]',
-      rank: 62
-    });
-
-    if (palette) {
-      palette.addItem({ command: ProfileCommandIds.openProfile, category: 'gpudojo' });
-      palette.addItem({ command: ProfileCommandIds.openProfileFile, category: 'gpudojo' });
-    }
-    if (themeManager) {
-      themeManager.themeChanged.connect(() => {
-        // Let the new theme's stylesheet apply before reading its colours.
-        requestAnimationFrame(() => views.forEach(w => w.content.refreshTheme()));
-      });
-    }
+    palette?.addItem({ command: ProfileCommandIds.openProfile, category: 'gpudojo' });
+    followTheme(themeManager, () => views.forEach(w => w.content.refreshTheme()));
     if (restorer) {
       void restorer.restore(views, {
         command: ProfileCommandIds.openProfile,
@@ -206,18 +187,4 @@ function choiceLabel(trace: Trace, run?: Run): string {
     return trace.label;
   }
   return run ? `${run.title} · ${runTime(run.created_at)} · ${trace.label}` : `${trace.run} · ${trace.label}`;
-}
-
-/** The path of the trace file selected in the file browser, or null. */
-function selectedTrace(browsers: IFileBrowserFactory | null): string | null {
-  const browser = browsers?.tracker.currentWidget;
-  if (!browser) {
-    return null;
-  }
-  for (const item of browser.selectedItems()) {
-    if (item.type !== 'directory' && isTraceFile(item.path)) {
-      return item.path;
-    }
-  }
-  return null;
 }

@@ -6,11 +6,10 @@
  */
 
 import { Message } from '@lumino/messaging';
-import { Widget } from '@lumino/widgets';
 import type { GpudojoClient } from '../api/client';
 import type { ProfileStep, ProfileSummary, Trace } from '../api/types';
+import { AnalysedView } from '../analysed/analysedView';
 import { h } from '../dom';
-import { gpudojoIcon } from '../icons';
 import { isAllRanks } from './commands';
 import { ComparePicker, TraceChoice } from './comparePicker';
 import { formatUs, modeTag } from './format';
@@ -26,7 +25,7 @@ import {
   renderOverlap,
   renderSyncs
 } from './panels';
-import { PROGRESS_POLL_MS, progressText, progressValue } from './progress';
+import { PROFILE_PROGRESS } from './progress';
 import { StepChart } from './stepChart';
 import { stepRange } from './stepBars';
 import { ProfileTimeline } from './timeline';
@@ -40,22 +39,20 @@ export interface ProfileViewOptions {
   compare: (a: string, b: string) => void;
 }
 
-export class ProfileView extends Widget {
+export class ProfileView extends AnalysedView<ProfileSummary, ProfileTimeline> {
   constructor(options: ProfileViewOptions) {
-    super();
+    super({
+      id: options.trace,
+      feature: 'profile',
+      idAttribute: 'trace',
+      label: 'Profile',
+      words: PROFILE_PROGRESS,
+      fetch: () => options.client.getProfileSummary(options.trace),
+      progress: () => options.client.getProfileProgress(options.trace)
+    });
     this.trace = options.trace;
     this._options = options;
-    this.addClass('gpudojo-profile-view');
-    this.node.setAttribute('data-trace', this.trace);
-    this.node.setAttribute('data-state', 'loading');
-    this.title.label = `Profile: ${this.trace.replace(/^(file|run):/, '')}`;
-    this.title.icon = gpudojoIcon;
-    this.title.closable = true;
-    this._status = h('p', { className: 'gpudojo-profile-status', text: 'Analysing the trace…', attrs: { role: 'status' } });
-    this._error = h('div', { className: 'gpudojo-error', attrs: { role: 'alert' } });
-    this._error.hidden = true;
-    this.node.append(this._status, this._error);
-    void this._load();
+    this.start();
   }
 
   readonly trace: string;
@@ -63,10 +60,6 @@ export class ProfileView extends Widget {
   /** The summary, once loaded. */
   get summary(): ProfileSummary | null {
     return this._summary;
-  }
-
-  refreshTheme(): void {
-    this._timeline?.refreshTheme();
   }
 
   /** List the traces to compare with again (a run has ended with a profile). */
@@ -78,63 +71,23 @@ export class ProfileView extends Widget {
     if (this.isDisposed) {
       return;
     }
-    this._waiting = false;
-    this._timeline?.dispose();
     this._picker?.dispose();
     super.dispose();
   }
 
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
-    this._timeline?.refreshTheme();
     // A run may have ended while this panel was hidden: list its traces.
     void this._picker?.refresh();
   }
 
-  private async _load(): Promise<void> {
-    const bar = h('progress', { className: 'gpudojo-profile-progress', attrs: { max: '1' } }) as HTMLProgressElement;
-    this._status.after(bar);
-    this._waiting = true;
-    void this._pollProgress(bar);
-    try {
-      const summary = await this._options.client.getProfileSummary(this.trace);
-      if (!this.isDisposed) {
-        this._show(summary);
-      }
-    } catch (error) {
-      this._status.hidden = true;
-      this.node.setAttribute('data-state', 'error');
-      this._showError(`The trace could not be analysed: ${(error as Error).message}`);
-    } finally {
-      this._waiting = false;
-      bar.remove();
-    }
-  }
-
-  /** Say how far the first analysis is until the summary arrives. */
-  private async _pollProgress(bar: HTMLProgressElement): Promise<void> {
-    while (this._waiting && !this.isDisposed) {
-      await new Promise(resolve => setTimeout(resolve, PROGRESS_POLL_MS));
-      const progress = this._waiting ? await this._options.client.getProfileProgress(this.trace).catch(() => null) : null;
-      if (progress && this._waiting) {
-        this._status.textContent = progressText(progress);
-        const value = progressValue(progress);
-        if (value === null) {
-          bar.removeAttribute('value');
-        } else {
-          bar.value = value;
-        }
-      }
-    }
-  }
-
-  private _show(summary: ProfileSummary): void {
+  protected draw(summary: ProfileSummary): void {
     this._summary = summary;
     const kind = summary.mode.kind;
     this.title.label = `Profile: ${summary.trace.label}${summary.trace.run ? ` · ${summary.trace.run}` : ''}`;
     this.title.caption = `${summary.mode.label}: ${summary.trace.source}`;
-    this._timeline = this._createTimeline(summary);
-    const timeline = this._timeline;
+    const timeline = this._createTimeline(summary);
+    this.timeline = timeline;
     const steps = new StepChart({ summary, selected: step => this._showStep(step) });
     this._steps = steps;
     const header = h(
@@ -149,7 +102,6 @@ export class ProfileView extends Widget {
         text: `${summary.trace.source} · analysed in ${Math.round(summary.analysis_ms)} ms${summary.cached ? ' (cached)' : ''}`
       })
     );
-    this._status.hidden = true;
     this.node.append(
       header,
       renderModeBanner(summary),
@@ -169,7 +121,6 @@ export class ProfileView extends Widget {
       ),
       this._links(summary)
     );
-    this.node.setAttribute('data-state', 'ready');
     this.node.setAttribute('data-mode', kind);
   }
 
@@ -180,7 +131,7 @@ export class ProfileView extends Widget {
       fetch: (request, signal) =>
         client.getProfileWindow({ trace: this.trace, t0: request.t0, t1: request.t1, px: request.px }, signal),
       detail: ref => client.getProfileEvent(this.trace, ref),
-      failed: message => this._showError(message),
+      failed: message => this.showError(message),
       moved: () => this._steps?.clearSelection()
     });
   }
@@ -256,7 +207,7 @@ export class ProfileView extends Widget {
   /** Zoom the timeline to a step's time and bring it into view. */
   private _showStep(step: ProfileStep): void {
     const summary = this._summary;
-    const timeline = this._timeline;
+    const timeline = this.timeline;
     if (!summary || !timeline) {
       return;
     }
@@ -264,17 +215,8 @@ export class ProfileView extends Widget {
     timeline.node.scrollIntoView({ block: 'nearest' });
   }
 
-  private _showError(message: string): void {
-    this._error.textContent = message;
-    this._error.hidden = false;
-  }
-
   private _options: ProfileViewOptions;
   private _summary: ProfileSummary | null = null;
-  private _timeline: ProfileTimeline | null = null;
   private _steps: StepChart | null = null;
   private _picker: ComparePicker | null = null;
-  private _waiting = false;
-  private _status: HTMLElement;
-  private _error: HTMLElement;
 }

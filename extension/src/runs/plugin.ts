@@ -9,7 +9,7 @@ import { ICommandPalette, IThemeManager, MainAreaWidget, WidgetTracker, showErro
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import type { GpudojoClient } from '../api/client';
 import type { LabRunRequest, Run, StartRunRequest } from '../api/types';
-import { showInMainArea } from '../shell';
+import { followTheme, showInMainArea } from '../shell';
 import { IGpudojoClient, IGpudojoSidebar, IMemoryViewer, IProfileViewer } from '../tokens';
 import {
   RunCommandIds,
@@ -285,15 +285,10 @@ export const runsPlugin: JupyterFrontEndPlugin<void> = {
       palette.addItem({ command: RunCommandIds.openRuns, category: PALETTE_CATEGORY });
       palette.addItem({ command: RunCommandIds.runScript, category: PALETTE_CATEGORY });
     }
-    if (themeManager) {
-      themeManager.themeChanged.connect(() => {
-        // Let the new theme's stylesheet apply before reading its colours.
-        requestAnimationFrame(() => {
-          runs.forEach(w => w.content.refreshTheme());
-          sweeps.forEach(w => w.content.refreshTheme());
-        });
-      });
-    }
+    followTheme(themeManager, () => {
+      runs.forEach(w => w.content.refreshTheme());
+      sweeps.forEach(w => w.content.refreshTheme());
+    });
     if (restorer) {
       void restorer.restore(runs, {
         command: RunCommandIds.openRun,
