@@ -17,7 +17,8 @@ the end a hash of the DDP module's parameters (from destroy_process_group, os._e
 script's return, whichever comes first). init_process_group gets a 20 s timeout unless the
 script passes one, so ranks that wait for each other in vain fail instead of hanging. Rank
 0 also prints one marker line per attempt, {"__check_attempt__": N}, so the check can split
-torchrun's output into attempts.
+torchrun's output into attempts. torchrun's error file (the JSON @record writes when the
+script raises) is written whole or not at all: see "torchrun's error file" below.
 """
 
 from __future__ import annotations
@@ -98,6 +99,44 @@ def rename(src, dst, *args, **kwargs):
 
 
 os.replace, os.rename = replace, rename
+
+# --- torchrun's error file: written whole or not at all -------------------------------------
+#
+# When the check kills one rank, the other fails in its next collective and the learner's
+# @record writes the exception to TORCHELASTIC_ERROR_FILE: open(path, "w"), then json.dump.
+# Meanwhile torchrun's agent sees the killed rank, SIGTERMs the survivor and (recent PyTorch,
+# 2.13 here) reads the survivor's error file as soon as it has died. A survivor ended between the
+# open and the dump leaves an empty file, json.load fails in the agent, and torchrun exits with
+# 1 (JSONDecodeError) instead of restarting the workers. So the error is written to a temporary
+# file beside it and renamed into place: the agent finds the whole file or none (and then
+# reports the signal).
+
+from torch.distributed.elastic.multiprocessing.errors.error_handler import ErrorHandler  # noqa: E402
+
+_real_record_exception = ErrorHandler.record_exception
+
+
+class _ErrorFileAt(ErrorHandler):
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def _get_error_file_path(self) -> str:
+        return self.path
+
+
+def record_exception(self, e):
+    final = self._get_error_file_path()
+    if not final:
+        return _real_record_exception(self, e)
+    folder, name = os.path.split(final)
+    tmp = os.path.join(folder, f".{name}.{PID}.tmp")
+    _real_record_exception(_ErrorFileAt(tmp), e)  # torch's own format, in the temporary file
+    _real_replace(tmp, final)  # not the wrapped os.replace: this is no rename of the learner's
+    return None
+
+
+ErrorHandler.record_exception = record_exception
 
 # --- the process group, the sampler, DDP --------------------------------------------------------
 
