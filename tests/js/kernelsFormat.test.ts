@@ -2,6 +2,8 @@ import {
   archLabel,
   compileSummary,
   failingThread,
+  formatMaxError,
+  formatValue,
   initialArch,
   occupancySummary,
   runErrorMark,
@@ -108,5 +110,17 @@ describe('runErrorMark', () => {
     expect(runErrorMark({ kind: 'compile_error', message: 'x', thread: null, block: null, line: 3 })).toBeNull();
     expect(runErrorMark({ kind: 'timeout', message: 'slow', thread: null, block: null, line: null })).toBeNull();
     expect(runErrorMark(null)).toBeNull();
+  });
+});
+
+describe('output values in the run table', () => {
+  it('shows NaN and the infinities as the server sends them, without quotes', () => {
+    expect(['NaN', 'Infinity', '-Infinity', 1.5, 3].map(formatValue)).toEqual(['NaN', 'Infinity', '-Infinity', '1.50000', '3']);
+  });
+
+  it('calls an infinite largest error infinite, and leaves an unchecked one blank', () => {
+    expect(formatMaxError({ checked: true, max_abs_error: null, mismatches: 2 })).toBe('infinite');
+    expect(formatMaxError({ checked: true, max_abs_error: 0.00025, mismatches: 0 })).toBe('2.50e-4');
+    expect(formatMaxError({ checked: false, max_abs_error: null, mismatches: 0 })).toBe('');
   });
 });

@@ -51,6 +51,13 @@ describe('parseRunArgs', () => {
     });
   });
 
+  it('takes bfloat16 arrays (CUDA C __nv_bfloat16)', () => {
+    expect(parseRunArgs('[{"name": "x", "shape": 4, "dtype": "bfloat16"}]')).toEqual({
+      ok: true,
+      value: [{ kind: 'array', name: 'x', dtype: 'bfloat16', shape: [4] }]
+    });
+  });
+
   it.each([
     ['[1,', 'not valid JSON'],
     ['{"name": "x"}', 'must be a JSON list'],

@@ -7,12 +7,15 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
+from gpudojo.api.base import status_of
 from gpudojo.kernels.cpu_runner.source import find_unsupported, rewrite_extern_shared
 from gpudojo.kernels.models import RunRequest
-from gpudojo.kernels.service import KernelLimits, KernelService
+from gpudojo.kernels.service import KernelLimits, KernelRequestError, KernelService
+from gpudojo.kernels.signature import argument_mismatch, kernel_params
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU emulator needs g++")
 
@@ -300,14 +303,15 @@ def test_crashing_and_looping_kernels_cost_only_their_child(tmp_path):
 
 
 def test_argument_types_are_checked_against_the_kernels_parameters(service):
-    result = run(
-        service,
-        SAXPY_REDUCE,
-        "saxpy",
-        [1],
-        [32],
-        [scalar("a", 1.0, "float32"), arr("x", [32], dtype="int32"), arr("y", [32], output=True), scalar("n", 32)],
-    )
+    args = [scalar("a", 1.0, "float32"), arr("x", [32], dtype="int32"), arr("y", [32], output=True), scalar("n", 32)]
+    # Read from the source before anything runs: a 400 naming both types (on a GPU the kernel
+    # would read the int32 bits as floats).
+    with pytest.raises(KernelRequestError, match=r"x is an int32 array, but parameter 2 of saxpy") as info:
+        run(service, SAXPY_REDUCE, "saxpy", [1], [32], args)
+    assert info.value.code == "argument_type" and status_of(info.value) == 400
+    # A parameter type the source check cannot read (a typedef) is checked by the emulator as it binds.
+    hidden = 'typedef float real;\nextern "C" __global__ void saxpy(real a, const real* x, real* y, int n) {}\n'
+    result = run(service, hidden, "saxpy", [1], [32], args)
     assert result.error.kind == "bad_spec"
     assert "points to float32, but array x is int32" in result.error.message
 
@@ -367,8 +371,270 @@ def test_bfloat16_rounds_each_operation_to_nearest_even_like_numpy(service):
     assert result.status == "passed", (result.error, result.checks)
 
 
-def test_paired_bfloat16_is_refused_with_its_line(service):
-    source = 'extern "C" __global__ void k(float* out) {\n  __nv_bfloat162 p;\n  out[0] = 0.0f;\n}\n'
-    result = run(service, source, "k", [1], [32], [arr("out", [32], output=True)])
-    assert result.status == "error" and result.error.kind == "unsupported"
-    assert result.error.line == 2 and "__nv_bfloat162" in result.error.message
+BF16_ARITH = (
+    "#include <cuda_bf16.h>\n"
+    'extern "C" __global__ void arith(const __nv_bfloat16* x, const __nv_bfloat16* y, __nv_bfloat16* sum,\n'
+    "                                 __nv_bfloat16* prod, __nv_bfloat16* copy, int n) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i >= n) return;\n"
+    "  sum[i] = x[i] + y[i];\n"
+    "  prod[i] = __hmul(x[i], y[i]);\n"
+    "  copy[i] = x[i];\n"
+    "}\n"
+)
+
+
+def bits(values) -> list[int]:
+    """The bfloat16 bit patterns of numbers (exact: a bfloat16 is a float32's top 16 bits)."""
+    return [int(b) >> 16 for b in np.asarray(values, np.float32).view(np.uint32)]
+
+
+def test_bfloat16_arrays_go_in_and_come_out_rounded_to_nearest_even(service):
+    n = 1000
+    args = [
+        arr("x", [n], "random", dtype="bfloat16"),
+        arr("y", [n], "random", dtype="bfloat16", seed=1),
+        arr("sum", [n], dtype="bfloat16", output=True),
+        arr("prod", [n], dtype="bfloat16", output=True),
+        arr("copy", [n], dtype="bfloat16", output=True),
+        scalar("n", n),
+    ]
+    # Checked in the run with NumPy's bit trick (BF16 above), not with ml_dtypes; exact: atol=rtol=0.
+    f32 = "{}.astype(np.float32)"
+    expected = {
+        "sum": f"{BF16}({f32.format('x')} + {f32.format('y')})",
+        "prod": f"{BF16}({f32.format('x')} * {f32.format('y')})",
+        "copy": "x",
+    }
+    result = run(service, BF16_ARITH, "arith", [4], [256], args, expected, atol=0, rtol=0)
+    passed(result)
+    # The same inputs built here with ml_dtypes: its float64 -> bfloat16 cast rounds to nearest even.
+    x = np.random.default_rng(0).random(n).astype(ml_dtypes.bfloat16)
+    y = np.random.default_rng(1).random(n).astype(ml_dtypes.bfloat16)
+    preview = {c.name: c.preview for c in result.checks}
+    want_sum = (x.astype(np.float32) + y.astype(np.float32)).astype(ml_dtypes.bfloat16)
+    want_prod = (x.astype(np.float32) * y.astype(np.float32)).astype(ml_dtypes.bfloat16)
+    assert bits(preview["copy"]) == [int(b) for b in x[:8].view(np.uint16)]
+    assert bits(preview["sum"]) == [int(b) for b in want_sum[:8].view(np.uint16)]
+    assert bits(preview["prod"]) == [int(b) for b in want_prod[:8].view(np.uint16)]
+
+
+def test_bfloat16_ties_round_to_even_on_the_way_in_and_in_the_kernel(service):
+    # 1 + 2^-8 lies halfway between 1 (mantissa even) and 1 + 2^-7 (odd): it rounds down to 1;
+    # 1 + 3 * 2^-8 lies halfway between 1 + 2^-7 (odd) and 1 + 2^-6 (even): it rounds up.
+    n = 64
+    args = [
+        arr("x", [n], "full", dtype="bfloat16"),
+        arr("y", [n], "full", dtype="bfloat16"),
+        arr("sum", [n], dtype="bfloat16", output=True),
+        arr("prod", [n], dtype="bfloat16", output=True),
+        arr("copy", [n], dtype="bfloat16", output=True),
+        scalar("n", n),
+    ]
+    args[0]["value"], args[1]["value"] = 1.0078125, 2.0**-8
+    result = run(service, BF16_ARITH, "arith", [1], [n], args)
+    assert result.status == "ran", result.error
+    preview = {c.name: c.preview for c in result.checks}
+    assert preview["sum"][0] == 1.015625 and preview["copy"][0] == 1.0078125
+    args[0]["value"] = 1.0
+    assert run(service, BF16_ARITH, "arith", [1], [n], args).checks[0].preview[0] == 1.0
+    args[0]["value"], args[1]["value"] = 1.00390625, 1.01171875  # rounded as they go in
+    result = run(service, BF16_ARITH, "arith", [1], [n], args)
+    preview = {c.name: c.preview for c in result.checks}
+    assert preview["copy"][0] == 1.0 and preview["sum"][0] == 2.015625
+
+
+def test_bfloat16_nan_and_infinities_are_kept(service):
+    source = (
+        "#include <cuda_bf16.h>\n"
+        'extern "C" __global__ void special(const __nv_bfloat16* x, __nv_bfloat16* out, int n) {\n'
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i >= n) return;\n"
+        "  __nv_bfloat16 zero = 0.0f;\n"
+        "  float big = 3.4e38f;  // above bfloat16's largest finite number by more than half an ulp\n"
+        "  __nv_bfloat16 r[8] = {x[i] * __float2bfloat16(2.0f), x[i] / zero, -x[i] / zero, zero / zero,\n"
+        "                        __float2bfloat16(big), __hfma(x[i], zero, x[i]), __double2bfloat16(-1e300), -zero};\n"
+        "  out[i] = r[i % 8];\n"
+        "}\n"
+    )
+    n = 16
+    result = run(
+        service,
+        source,
+        "special",
+        [1],
+        [n],
+        [arr("x", [n], "ones", dtype="bfloat16"), arr("out", [n], dtype="bfloat16", output=True), scalar("n", n)],
+    )
+    assert result.status == "ran", result.error
+    got = result.checks[0].preview
+    assert got[0] == 2.0 and got[1] == np.inf and got[2] == -np.inf and np.isnan(got[3])
+    assert got[4] == np.inf and got[5] == 1.0 and got[6] == -np.inf and got[7] == 0.0
+    assert np.signbit(got[7])
+    # NaN and infinities given as inputs come back as they went in, through the kernel's arithmetic.
+    args = [
+        arr("x", [n], "full", dtype="bfloat16"),
+        arr("y", [n], "ones", dtype="bfloat16"),
+        *(arr(name, [n], dtype="bfloat16", output=True) for name in ("sum", "prod", "copy")),
+        scalar("n", n),
+    ]
+    for value in (np.nan, np.inf, -np.inf):
+        args[0]["value"] = value
+        expected = {"sum": "x + y", "prod": "x * y", "copy": "x"}
+        result = run(service, BF16_ARITH, "arith", [1], [n], args, expected, atol=0, rtol=0)
+        passed(result)
+        for check in result.checks:
+            got = check.preview[0]
+            assert np.isnan(got) if np.isnan(value) else got == value, (value, check)
+
+
+def test_bfloat16_double_rounding_is_avoided(service):
+    # 1 + 2^-8 + 2^-30 is just above a tie: straight to bfloat16 it rounds up, through float it
+    # would become the tie and round to even (down, to 1). 3 * (1 + 2^-7) is a tie too, which a
+    # tiny c pushes one way or the other: __hfma rounds its exact result once, as the GPU does.
+    source = (
+        "#include <cuda_bf16.h>\n"
+        'extern "C" __global__ void once(__nv_bfloat16* out) {\n'
+        "  __nv_bfloat16 a = 3.0f, b = 1.0f + 0x1p-7f, tiny = 0x1p-40f;\n"
+        "  out[0] = __double2bfloat16(1.0 + 0x1p-8 + 0x1p-30);\n"
+        "  out[1] = __hfma(a, b, tiny);\n"
+        "  out[2] = __hfma(a, b, -tiny);\n"
+        "}\n"
+    )
+    result = run(service, source, "once", [1], [1], [arr("out", [3], dtype="bfloat16", output=True)])
+    assert result.status == "ran", result.error
+    tie = 3 * (1 + 2.0**-7)
+    exact = np.array([1 + 2.0**-8 + 2.0**-30, tie + 2.0**-40, tie - 2.0**-40])
+    want = exact.astype(ml_dtypes.bfloat16).astype(np.float64)
+    assert result.checks[0].preview == [float(v) for v in want]
+    assert want[0] == 1.0078125 and want[1] > tie > want[2]
+
+
+def test_bfloat162_lanes_compute_each_in_float_rounded_once(service):
+    source = (
+        "#include <cuda_bf16.h>\n"
+        'extern "C" __global__ void pairs(const __nv_bfloat16* x, const __nv_bfloat16* y, __nv_bfloat16* sum,\n'
+        "    __nv_bfloat16* prod, __nv_bfloat16* fma, __nv_bfloat16* diff, float* back, float* cmp, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i >= n) return;\n"
+        "  __nv_bfloat162 a = __halves2bfloat162(x[2 * i], x[2 * i + 1]);\n"
+        "  __nv_bfloat162 b = __floats2bfloat162_rn(__bfloat162float(y[2 * i]), __bfloat162float(y[2 * i + 1]));\n"
+        "  __nv_bfloat162 s = __hadd2(a, b);\n"
+        "  __nv_bfloat162 p = a * b;\n"
+        "  __nv_bfloat162 f = __hfma2(a, b, s);\n"
+        "  __nv_bfloat162 d = __hsub2(a, b);\n"
+        "  d -= __float22bfloat162_rn(make_float2(0.5f, 0.25f));\n"
+        "  sum[2 * i] = __low2bfloat16(s);\n"
+        "  sum[2 * i + 1] = __high2bfloat16(s);\n"
+        "  prod[2 * i] = __hmul2(a, b).x;\n"
+        "  prod[2 * i + 1] = p.y;\n"
+        "  reinterpret_cast<__nv_bfloat162*>(fma)[i] = f;  // x is the low half: fma[2i]\n"
+        "  reinterpret_cast<__nv_bfloat162*>(diff)[i] = d;\n"
+        "  float2 both = __bfloat1622float2(d);\n"
+        "  back[2 * i] = both.x;\n"
+        "  back[2 * i + 1] = both.y;\n"
+        "  __nv_bfloat162 one_lane = __halves2bfloat162(x[2 * i], x[2 * i + 1] + __float2bfloat16(1.0f));\n"
+        "  // == needs both lanes equal; != both lanes different: a pair equal in one lane is neither.\n"
+        "  cmp[i] = (a == a) + 2 * (a != a) + 4 * (a == one_lane) + 8 * (a != one_lane) +\n"
+        "           16 * ((a + __float2bfloat162_rn(1.0f)) != a);  // x in [0, 1): both lanes change\n"
+        "}\n"
+    )
+    n = 300
+    args = [
+        arr("x", [2 * n], "random", dtype="bfloat16"),
+        arr("y", [2 * n], "random", dtype="bfloat16", seed=1),
+        *(arr(name, [2 * n], dtype="bfloat16", output=True) for name in ("sum", "prod", "fma", "diff")),
+        arr("back", [2 * n], output=True),
+        arr("cmp", [n], output=True),
+        scalar("n", n),
+    ]
+    # ml_dtypes arithmetic on bfloat16 arrays: each operation in float, rounded once to nearest even.
+    wide = "{}.astype(np.float64)"
+    fma = f"({wide.format('x')} * {wide.format('y')} + {wide.format('(x + y)')}).astype(x.dtype)"
+    diff = "(x - y) - np.tile(np.array([0.5, 0.25]).astype(x.dtype), x.size // 2)"
+    expected = {
+        "sum": "x + y",
+        "prod": "x * y",
+        "fma": fma,
+        "diff": diff,
+        "back": diff,
+        "cmp": "np.full(x.size // 2, 17.0)",
+    }
+    result = run(service, source, "pairs", [2], [256], args, expected, atol=0, rtol=0)
+    passed(result)
+
+
+def test_bfloat16_arrays_must_meet_bfloat16_parameters(service):
+    arrays = [arr("x", [64], dtype="float32"), arr("y", [64], dtype="bfloat16"), arr("sum", [64], dtype="bfloat16")]
+    args = [*arrays, arr("prod", [64], dtype="bfloat16"), arr("copy", [64], dtype="bfloat16"), scalar("n", 64)]
+    with pytest.raises(KernelRequestError) as info:
+        run(service, BF16_ARITH, "arith", [1], [64], args)
+    assert status_of(info.value) == 400 and info.value.code == "argument_type"
+    assert str(info.value) == (
+        "Argument x is a float32 array, but parameter 1 of arith (const __nv_bfloat16* x) points to bfloat16: "
+        "give x dtype bfloat16, or change the parameter's type."
+    )
+    with pytest.raises(
+        KernelRequestError, match=r"y is a bfloat16 array, but parameter 3 of saxpy \(float\* y\) points to float32"
+    ):
+        run(
+            service,
+            SAXPY_REDUCE,
+            "saxpy",
+            [1],
+            [32],
+            [scalar("a", 1.0, "float32"), arr("x", [32]), arr("y", [32], dtype="bfloat16"), scalar("n", 32)],
+        )
+    # Behind a typedef, the emulator's own check names both types.
+    hidden = BF16_ARITH.replace("#include <cuda_bf16.h>\n", "#include <cuda_bf16.h>\ntypedef __nv_bfloat16 bf;\n")
+    hidden = hidden.replace("const __nv_bfloat16* x", "const bf* x")
+    result = run(service, hidden, "arith", [1], [64], args)
+    assert result.error.kind == "bad_spec" and "points to bfloat16, but array x is float32" in result.error.message
+    # numba kernels have no bfloat16 arrays: refused before anything runs.
+    numba = RunRequest.model_validate(
+        {"source": "", "language": "numba", "kernel": "k", "grid": [1], "block": [1], "args": arrays}
+    )
+    with pytest.raises(KernelRequestError, match="bfloat16 arrays are for CUDA C kernels") as info:
+        service.run(numba, gpu=None)
+    assert info.value.code == "bad_dtype"
+
+
+def test_kernel_parameters_are_read_only_where_the_source_is_plain():
+    source = (
+        "#define N 4\n"
+        "/* __global__ void k(double* nope) */\n"
+        'extern "C" __global__ void __launch_bounds__(256, 2) k(const float* __restrict__ x, __nv_bfloat16 *y,\n'
+        "    unsigned long long n, float4* v, const half h[], __nv_bfloat162* pairs) {}\n"
+        "template <typename T> __global__ void t(T* x) {}\n"
+        "__global__ void twice(int* a) {}\n"
+        "__global__ void twice(float* a) {}\n"
+    )
+    params = kernel_params(source, "k")
+    assert [(p.pointer, p.dtype) for p in params] == [
+        (True, "float32"),
+        (True, "bfloat16"),
+        (False, "uint64"),
+        (True, None),
+        (True, "float16"),
+        (True, None),
+    ]
+    assert kernel_params(source, "t") is None and kernel_params(source, "twice") is None
+    assert kernel_params(source, "missing") is None
+    ok = [
+        arr("x", [4]),
+        arr("y", [4], dtype="bfloat16"),
+        scalar("n", 4, "uint64"),
+        arr("v", [4]),
+        arr("h", [4], dtype="float16"),
+        arr("pairs", [4], dtype="bfloat16"),
+    ]
+    models = RunRequest.model_validate({"source": source, "kernel": "k", "grid": [1], "block": [1], "args": ok}).args
+    assert argument_mismatch(source, "k", models) is None
+    swapped = [models[1], models[0], *models[2:]]
+    assert "y is a bfloat16 array, but parameter 1 of k (const float* __restrict__ x)" in argument_mismatch(
+        source, "k", swapped
+    )
+    scalar_for_pointer = [models[0], models[2], *models[2:]]
+    assert argument_mismatch(source, "k", scalar_for_pointer) == (
+        "Argument n is a scalar, but parameter 2 of k (__nv_bfloat16 *y) is a pointer: give an array."
+    )

@@ -125,6 +125,38 @@ async def test_cuda_c_run_without_a_gpu_runs_in_the_cpu_emulator(jp_fetch):
     assert doc["status"] == "ran"
 
 
+async def test_run_takes_bfloat16_arrays_and_refuses_a_dtype_its_kernel_does_not_take(jp_fetch):
+    source = (
+        "#include <cuda_bf16.h>\n"
+        'extern "C" __global__ void scale(const __nv_bfloat16* x, __nv_bfloat16* y, int n) {\n'
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) y[i] = x[i] * __float2bfloat16(3.0f);\n"
+        "}\n"
+    )
+    body = {
+        "source": source,
+        "kernel": "scale",
+        "grid": [1],
+        "block": [32],
+        "args": [
+            {"kind": "array", "name": "x", "dtype": "bfloat16", "shape": [32], "init": "full", "value": 1.00390625},
+            {"kind": "array", "name": "y", "dtype": "bfloat16", "shape": [32], "output": True},
+            {"kind": "scalar", "name": "n", "dtype": "int32", "value": 32},
+        ],
+        "expected": {"y": "x * 3"},
+        "atol": 0,
+        "rtol": 0,
+    }
+    doc = await _post(jp_fetch, "run", body=body)
+    # 1 + 2^-8 goes in as 1 (a tie, to even); 3 comes back.
+    assert doc["status"] == "passed" and doc["mode"] == "cpu-emulation", doc
+    assert doc["checks"][0]["preview"][:2] == [3.0, 3.0]
+    body["args"][0]["dtype"] = "float32"
+    code, error = await _post_error(jp_fetch, "run", body=json.dumps(body))
+    assert (code, error["code"]) == (400, "argument_type")
+    assert error["message"].startswith("Argument x is a float32 array, but parameter 1 of scale")
+
+
 @pytest.mark.parametrize("read_only", [True])
 @pytest.mark.parametrize("route", ["compile", "run"])
 async def test_compile_and_run_need_execute_permission(jp_fetch, route):

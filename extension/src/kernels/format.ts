@@ -7,6 +7,7 @@ import type {
   Diagnostic,
   Occupancy,
   OccupancyLimiter,
+  OutputCheck,
   RunError,
   RunMode,
   RunResult
@@ -167,4 +168,23 @@ export function runErrorMark(error: RunError | null | undefined): Diagnostic | n
     severity: 'error',
     message: `${error.kind.replace(/_/g, ' ')}${who ? ` in ${who}` : ''}: ${error.message}`
   };
+}
+
+/** An output value as the table shows it; NaN and the infinities arrive as text ("NaN", "-Infinity"). */
+export function formatValue(value: unknown): string {
+  if (typeof value === 'number') {
+    return Number.isInteger(value) ? String(value) : value.toPrecision(6);
+  }
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/** The largest error of a checked output: null there means an infinite one (an overflow, or NaN against a number). */
+export function formatMaxError(check: Pick<OutputCheck, 'checked' | 'max_abs_error' | 'mismatches'>): string {
+  if (!check.checked) {
+    return '';
+  }
+  if (check.max_abs_error === null || check.max_abs_error === undefined) {
+    return check.mismatches ? 'infinite' : '';
+  }
+  return check.max_abs_error.toExponential(2);
 }

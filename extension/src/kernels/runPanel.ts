@@ -9,7 +9,7 @@ import { Widget } from '@lumino/widgets';
 import type { OutputCheck, RunResult, RunTiming } from '../api/types';
 import { h } from '../dom';
 import { renderAccessReport } from './accessReportView';
-import { failingThread, formatMs, runModeLabel, runVerdict } from './format';
+import { failingThread, formatMaxError, formatMs, formatValue, runModeLabel, runVerdict } from './format';
 import type { PlaygroundModel } from './model';
 import type { RunForm } from './runSpec';
 
@@ -219,13 +219,6 @@ export function timingText(timing: RunTiming, mode: RunResult['mode']): string {
   return mode === 'simulator' ? `${text}. Simulator time says nothing about GPU speed.` : `${text}.`;
 }
 
-function formatValue(value: unknown): string {
-  if (typeof value === 'number') {
-    return Number.isInteger(value) ? String(value) : value.toPrecision(6);
-  }
-  return JSON.stringify(value);
-}
-
 function renderChecks(checks: ReadonlyArray<OutputCheck>): HTMLElement {
   const head = h(
     'tr',
@@ -243,7 +236,7 @@ function renderChecks(checks: ReadonlyArray<OutputCheck>): HTMLElement {
       { attrs: { 'data-name': check.name, 'data-ok': String(check.ok), 'data-checked': String(check.checked) } },
       h('td', { text: check.name }),
       h('td', { className: `gpudojo-check-outcome gpudojo-check-${outcome.replace(' ', '-')}`, text: outcome }),
-      h('td', { text: check.max_abs_error === null || check.max_abs_error === undefined ? '' : check.max_abs_error.toExponential(2) }),
+      h('td', { text: formatMaxError(check) }),
       h('td', { text: check.checked ? String(check.mismatches) : '' }),
       h('td', { text: firstText }),
       h('td', { className: 'gpudojo-check-preview', text: check.preview.map(formatValue).join(', ') })

@@ -37,6 +37,7 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
 
 const ARRAY_DTYPES: ReadonlyArray<ArrayDtype> = [
   'float16',
+  'bfloat16', // CUDA C's __nv_bfloat16 (numba has no bfloat16 arrays: the server says so)
   'float32',
   'float64',
   'int8',

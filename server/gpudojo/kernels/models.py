@@ -6,14 +6,16 @@ the source the client sent.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema, model_validator
 
 Language = Literal["cuda", "numba"]
 Severity = Literal["error", "warning", "note"]
 LimitedBy = Literal["warps", "blocks", "registers", "shared_memory"]
-ArrayDtype = Literal["float16", "float32", "float64", "int8", "int32", "int64", "uint8", "uint32", "uint64"]
+# bfloat16: CUDA C's __nv_bfloat16 (values rounded to nearest even on the way in and out, with ml_dtypes).
+ArrayDtype = Literal["float16", "bfloat16", "float32", "float64", "int8", "int32", "int64", "uint8", "uint32", "uint64"]
 RunMode = Literal["gpu", "simulator", "cpu-emulation", "none"]
 
 ARCH_PATTERN = r"^sm_[0-9]{2,3}[af]?$"
@@ -270,20 +272,41 @@ class RunRequest(_Model):
         return total
 
 
+def _number_json(value: float) -> float | str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+# An output value: JSON has no NaN or infinities, so those travel as the strings "NaN",
+# "Infinity" and "-Infinity" (read back as floats).
+OutputNumber = Annotated[
+    float,
+    PlainSerializer(_number_json, when_used="json"),
+    WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "string", "enum": ["NaN", "Infinity", "-Infinity"]}]}),
+]
+
+
 class Mismatch(_Model):
     index: list[int] = Field(description="Position of the first wrong element")
-    got: float
-    expected: float
+    got: OutputNumber
+    expected: OutputNumber
 
 
 class OutputCheck(_Model):
     name: str
     ok: bool
     checked: bool = Field(description="False when no expected expression was given")
-    max_abs_error: float | None = None
+    max_abs_error: float | None = Field(
+        None, description="Largest |got - expected| (equal infinities count 0); null when unchecked or infinite"
+    )
     mismatches: int = 0
     first_mismatch: Mismatch | None = None
-    preview: list[float] = Field(default_factory=list, description="The first values of the output")
+    preview: list[OutputNumber] = Field(
+        default_factory=list, description='The first values of the output ("NaN", "Infinity", "-Infinity" as text)'
+    )
 
 
 class RunTiming(_Model):

@@ -28,6 +28,7 @@ from .cpu_runner import MODE_NOTE as EMULATOR_NOTE
 from .cpu_runner.source import refusal
 from .models import ArchList, CompileRequest, CompileResult, OccupancyReport, OccupancyRequest, RunRequest, RunResult
 from .occupancy import arch_table, limits_for, occupancy, occupancy_curve
+from .signature import argument_mismatch
 
 DEFAULT_ARCH = "sm_80"
 
@@ -312,6 +313,12 @@ class KernelService:
                     raise KernelRequestError(
                         f"Array {arg.name} has {elements} elements; the most is {self.limits.max_array_elements}."
                     )
+        if req.language == "numba" and any(arg.kind == "array" and arg.dtype == "bfloat16" for arg in req.args):
+            raise KernelRequestError(
+                "bfloat16 arrays are for CUDA C kernels (__nv_bfloat16* parameters); numba kernels take "
+                "float16, float32 or float64 arrays.",
+                code="bad_dtype",
+            )
         use_gpu = gpu is not None and req.mode in ("auto", "gpu")
         if req.mode == "gpu" and gpu is None:
             raise KernelRequestError("mode 'gpu' was asked for but this machine has no usable GPU.", code="no_gpu")
@@ -364,6 +371,8 @@ class KernelService:
                     raise KernelRequestError(
                         f"No kernel named {req.kernel!r} in the source (kernels: {names}).", code="unknown_kernel"
                     )
+            if mismatch := argument_mismatch(req.source, req.kernel, req.args):
+                raise KernelRequestError(mismatch, code="argument_type")
             if not use_gpu:
                 if req.threads > self.limits.emulator_max_threads:
                     raise KernelRequestError(

@@ -31,6 +31,22 @@ MAX_STDOUT = 20_000
 PREVIEW = 8
 
 
+def array_dtype(name: str) -> Any:
+    """The NumPy dtype of an ArrayDtype name: bfloat16 is ml_dtypes' (NumPy has none), whose
+    conversions from float32/float64 round to nearest even and keep NaN and infinities."""
+    import numpy as np
+
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def is_bfloat16(value: Any) -> bool:
+    return getattr(getattr(value, "dtype", None), "name", None) == "bfloat16"
+
+
 def build_inputs(req: RunRequest) -> dict[str, Any]:
     """NumPy values for every argument, from its spec."""
     import numpy as np
@@ -38,7 +54,7 @@ def build_inputs(req: RunRequest) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for arg in req.args:
         if isinstance(arg, ArrayArg):
-            dtype = np.dtype(arg.dtype)
+            dtype = array_dtype(arg.dtype)
             shape = tuple(arg.shape)
             if arg.init == "zeros":
                 value = np.zeros(shape, dtype)
@@ -50,7 +66,7 @@ def build_inputs(req: RunRequest) -> dict[str, Any]:
                 value = np.arange(int(np.prod(shape))).reshape(shape).astype(dtype)
             else:
                 rng = np.random.default_rng(arg.seed)
-                if dtype.kind == "f":
+                if "float" in arg.dtype:
                     value = rng.random(shape).astype(dtype)
                 else:
                     value = rng.integers(0, 100, shape).astype(dtype)
@@ -101,13 +117,26 @@ def check_outputs(req: RunRequest, got: dict[str, Any], expected: dict[str, Any]
                 "name": arg.name,
                 "ok": not bad.size,
                 "checked": True,
-                "max_abs_error": float(np.nanmax(np.abs(have - want))) if have.size else 0.0,
+                "max_abs_error": _max_abs_error(have, want),
                 "mismatches": int(bad.size),
                 "first_mismatch": first,
                 "preview": preview,
             }
         )
     return checks
+
+
+def _max_abs_error(have: Any, want: Any) -> float | None:
+    """The largest |got - expected|, equal values (infinities, NaN against NaN) counting 0; None
+    when a mismatch makes it infinite or NaN."""
+    import numpy as np
+
+    if not have.size:
+        return 0.0
+    with np.errstate(invalid="ignore"):
+        same = (have == want) | (np.isnan(have) & np.isnan(want))
+        worst = float(np.max(np.where(same, 0.0, np.abs(have - want))))
+    return worst if np.isfinite(worst) else None
 
 
 def _timing(times_ms: list[float], req: RunRequest, method: str) -> dict[str, Any]:
@@ -174,6 +203,7 @@ def run_numba_gpu(req: RunRequest, inputs: dict[str, Any]) -> tuple[dict[str, An
 
 def run_cupy(req: RunRequest, inputs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], str]:
     import cupy as cp
+    import numpy as np
 
     opts = [f"-std={req.options.std}", "-lineinfo"]
     if req.options.fast_math:
@@ -181,17 +211,32 @@ def run_cupy(req: RunRequest, inputs: dict[str, Any]) -> tuple[dict[str, Any], d
     if req.options.max_registers:
         opts.append(f"-maxrregcount={req.options.max_registers}")
     opts += [f"-D{k}={v}" for k, v in sorted(req.options.defines.items())]
+    # cuda_bf16.h / cuda_fp16.h as the compile report's NVRTC found them (CuPy may have no copy).
+    with contextlib.suppress(Exception):
+        from gpudojo.worker.compile import fp_headers_dir
+
+        if headers := fp_headers_dir():
+            opts.append(f"--include-path={headers}")
     names = (req.kernel,) if "<" in req.kernel else ()
     module = cp.RawModule(code=req.source, options=tuple(opts), name_expressions=names)
     fn = module.get_function(req.kernel)
 
+    def to_device(v: Any) -> Any:
+        # CuPy has no bfloat16 dtype: a bfloat16 array travels as its raw 16-bit patterns, which
+        # is what a __nv_bfloat16* parameter reads.
+        return cp.asarray(v.view(np.uint16) if is_bfloat16(v) else v)
+
     def fresh():
-        return [cp.asarray(v) if hasattr(v, "ndim") and v.ndim else v for v in inputs.values()]
+        return [to_device(v) if hasattr(v, "ndim") and v.ndim else v for v in inputs.values()]
 
     args = fresh()
     fn(tuple(req.grid), tuple(req.block), tuple(args), shared_mem=req.shared_bytes)
     cp.cuda.Device().synchronize()
-    got = {name: (cp.asnumpy(a) if isinstance(a, cp.ndarray) else a) for name, a in zip(inputs, args, strict=True)}
+    got = {}
+    for (name, sent), a in zip(inputs.items(), args, strict=True):
+        got[name] = a
+        if isinstance(a, cp.ndarray):
+            got[name] = cp.asnumpy(a).view(sent.dtype) if is_bfloat16(sent) else cp.asnumpy(a)
     timed = fresh()
     for _ in range(req.warmup):
         fn(tuple(req.grid), tuple(req.block), tuple(timed), shared_mem=req.shared_bytes)

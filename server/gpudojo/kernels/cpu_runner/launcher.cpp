@@ -27,8 +27,8 @@ uint3 threadIdx, blockIdx;
 dim3 blockDim, gridDim;
 alignas(4096) unsigned char gpudojo_dynamic_shared[GPUDOJO_DYNAMIC_SHARED_MAX + 4096];
 
-const char* const gpudojo::dtype_names[] = {"float16", "float32", "float64", "int8", "int32",
-                                            "int64",   "uint8",   "uint32",  "uint64"};
+const char* const gpudojo::dtype_names[] = {"float16", "float32", "float64", "int8",   "int32",
+                                            "int64",   "uint8",   "uint32",  "uint64", "bfloat16"};
 extern "C" void gpudojo_bind(const gpudojo::Arg* args, int n);  // the generated entry, in the learner's object
 
 namespace {
@@ -361,12 +361,12 @@ void run_block() {
 // --- launch file ----------------------------------------------------------------------------
 
 size_t element_size(int dtype) {
-    static const size_t sizes[] = {2, 4, 8, 1, 4, 8, 1, 4, 8};
+    static const size_t sizes[] = {2, 4, 8, 1, 4, 8, 1, 4, 8, 2};
     return sizes[dtype];
 }
 
 int parse_dtype(const char* s) {
-    for (int d = 0; d < 9; ++d)
+    for (int d = 0; d < 10; ++d)
         if (!strcmp(s, gpudojo::dtype_names[d])) return d;
     failf("bad_spec", -1, nullptr, "unknown dtype %s", s);
 }

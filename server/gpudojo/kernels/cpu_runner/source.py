@@ -30,7 +30,6 @@ UNSUPPORTED: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     ("kernel launches in the source (host code or dynamic parallelism)", re.compile(r"<<<")),
-    ("paired bfloat16 (__nv_bfloat162)", re.compile(r"\b__nv_bfloat162\b|\b__\w+2bfloat162\b")),
 ]
 
 _EXTERN_SHARED = re.compile(

@@ -98,11 +98,27 @@ inline unsigned short gpudojo_bf16_bits(float f) {
     u += 0x7fffu + ((u >> 16) & 1u);
     return (unsigned short)(u >> 16);
 }
+// A double rounded once to bfloat16: first to float rounding to odd (an inexact result keeps its
+// lowest bit set, so a tie at bfloat16's precision cannot be made up), then to nearest even.
+inline unsigned short gpudojo_bf16_bits(double d) {
+    float f = (float)d;
+    if (f == f && !__builtin_isinf(f) && (double)f != d) {
+        unsigned u;
+        __builtin_memcpy(&u, &f, 4);
+        if (!(u & 1u)) {
+            // (float)d rounded to the even neighbour: the odd one lies between it and d.
+            bool away = __builtin_fabs((double)f) > __builtin_fabs(d);
+            u = away ? u - 1u : u + 1u;
+            __builtin_memcpy(&f, &u, 4);
+        }
+    }
+    return gpudojo_bf16_bits(f);
+}
 struct __nv_bfloat16 {
     unsigned short x;
     __nv_bfloat16() = default;
     __nv_bfloat16(float f) : x(gpudojo_bf16_bits(f)) {}
-    __nv_bfloat16(double d) : x(gpudojo_bf16_bits((float)d)) {}
+    __nv_bfloat16(double d) : x(gpudojo_bf16_bits(d)) {}
     __nv_bfloat16(int i) : x(gpudojo_bf16_bits((float)i)) {}
     operator float() const {
         unsigned u = (unsigned)x << 16;
@@ -114,6 +130,7 @@ struct __nv_bfloat16 {
 typedef __nv_bfloat16 nv_bfloat16;
 inline __nv_bfloat16 __float2bfloat16(float f) { return __nv_bfloat16(f); }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
+inline __nv_bfloat16 __double2bfloat16(double d) { return __nv_bfloat16(d); }
 inline float __bfloat162float(__nv_bfloat16 h) { return (float)h; }
 inline __nv_bfloat16 operator+(__nv_bfloat16 a, __nv_bfloat16 b) { return (float)a + (float)b; }
 inline __nv_bfloat16 operator-(__nv_bfloat16 a, __nv_bfloat16 b) { return (float)a - (float)b; }
@@ -129,9 +146,72 @@ inline __nv_bfloat16 __hsub(__nv_bfloat16 a, __nv_bfloat16 b) { return a - b; }
 inline __nv_bfloat16 __hmul(__nv_bfloat16 a, __nv_bfloat16 b) { return a * b; }
 inline __nv_bfloat16 __hdiv(__nv_bfloat16 a, __nv_bfloat16 b) { return a / b; }
 inline __nv_bfloat16 __hneg(__nv_bfloat16 a) { return -a; }
+// a*b + c rounded once: a*b is exact in double (8 x 8 significant bits); the sum's rounding error
+// (Knuth's two-sum) turns its rounding into round-to-odd, which the conversion above keeps.
 inline __nv_bfloat16 __hfma(__nv_bfloat16 a, __nv_bfloat16 b, __nv_bfloat16 c) {
-    return __builtin_fmaf((float)a, (float)b, (float)c);
+    double p = (double)(float)a * (double)(float)b, q = (double)(float)c, s = p + q;
+    double bp = s - q, err = (p - bp) + (q - (s - bp));
+    if (err != 0.0 && __builtin_isfinite(s)) {
+        unsigned long long u;
+        __builtin_memcpy(&u, &s, 8);
+        if (!(u & 1ull)) {
+            u = ((err > 0.0) == (s > 0.0)) ? u + 1ull : u - 1ull;  // towards the exact sum
+            __builtin_memcpy(&s, &u, 8);
+        }
+    }
+    __nv_bfloat16 r;
+    r.x = gpudojo_bf16_bits(s);
+    return r;
 }
+
+// --- __nv_bfloat162: two bfloat16 lanes, x the low 16 bits and y the high; each lane computed
+// as the scalar operation is (in float, rounded once to nearest even).
+struct __nv_bfloat162 {
+    __nv_bfloat16 x, y;
+    __nv_bfloat162() = default;
+    __nv_bfloat162(__nv_bfloat16 a, __nv_bfloat16 b) : x(a), y(b) {}
+};
+typedef __nv_bfloat162 nv_bfloat162;
+inline __nv_bfloat162 make_bfloat162(__nv_bfloat16 x, __nv_bfloat16 y) { return __nv_bfloat162(x, y); }
+inline __nv_bfloat162 __halves2bfloat162(__nv_bfloat16 lo, __nv_bfloat16 hi) { return __nv_bfloat162(lo, hi); }
+inline __nv_bfloat162 __bfloat162bfloat162(__nv_bfloat16 a) { return __nv_bfloat162(a, a); }
+inline __nv_bfloat162 __floats2bfloat162_rn(float lo, float hi) { return __nv_bfloat162(lo, hi); }
+inline __nv_bfloat162 __float2bfloat162_rn(float a) { return __nv_bfloat162(a, a); }
+inline __nv_bfloat162 __float22bfloat162_rn(float2 a) { return __nv_bfloat162(a.x, a.y); }
+inline float2 __bfloat1622float2(__nv_bfloat162 a) { return float2{(float)a.x, (float)a.y}; }
+inline __nv_bfloat16 __low2bfloat16(__nv_bfloat162 a) { return a.x; }
+inline __nv_bfloat16 __high2bfloat16(__nv_bfloat162 a) { return a.y; }
+inline float __low2float(__nv_bfloat162 a) { return (float)a.x; }
+inline float __high2float(__nv_bfloat162 a) { return (float)a.y; }
+inline __nv_bfloat162 __lows2bfloat162(__nv_bfloat162 a, __nv_bfloat162 b) { return __nv_bfloat162(a.x, b.x); }
+inline __nv_bfloat162 __highs2bfloat162(__nv_bfloat162 a, __nv_bfloat162 b) { return __nv_bfloat162(a.y, b.y); }
+inline __nv_bfloat162 __low2bfloat162(__nv_bfloat162 a) { return __nv_bfloat162(a.x, a.x); }
+inline __nv_bfloat162 __high2bfloat162(__nv_bfloat162 a) { return __nv_bfloat162(a.y, a.y); }
+inline __nv_bfloat162 __lowhigh2highlow(__nv_bfloat162 a) { return __nv_bfloat162(a.y, a.x); }
+inline __nv_bfloat162 __hadd2(__nv_bfloat162 a, __nv_bfloat162 b) { return __nv_bfloat162(a.x + b.x, a.y + b.y); }
+inline __nv_bfloat162 __hsub2(__nv_bfloat162 a, __nv_bfloat162 b) { return __nv_bfloat162(a.x - b.x, a.y - b.y); }
+inline __nv_bfloat162 __hmul2(__nv_bfloat162 a, __nv_bfloat162 b) { return __nv_bfloat162(a.x * b.x, a.y * b.y); }
+inline __nv_bfloat162 __h2div(__nv_bfloat162 a, __nv_bfloat162 b) { return __nv_bfloat162(a.x / b.x, a.y / b.y); }
+inline __nv_bfloat162 __hneg2(__nv_bfloat162 a) { return __nv_bfloat162(-a.x, -a.y); }
+inline __nv_bfloat162 __hfma2(__nv_bfloat162 a, __nv_bfloat162 b, __nv_bfloat162 c) {
+    return __nv_bfloat162(__hfma(a.x, b.x, c.x), __hfma(a.y, b.y, c.y));
+}
+inline __nv_bfloat162 operator+(__nv_bfloat162 a, __nv_bfloat162 b) { return __hadd2(a, b); }
+inline __nv_bfloat162 operator-(__nv_bfloat162 a, __nv_bfloat162 b) { return __hsub2(a, b); }
+inline __nv_bfloat162 operator*(__nv_bfloat162 a, __nv_bfloat162 b) { return __hmul2(a, b); }
+inline __nv_bfloat162 operator/(__nv_bfloat162 a, __nv_bfloat162 b) { return __h2div(a, b); }
+inline __nv_bfloat162 operator-(__nv_bfloat162 a) { return __hneg2(a); }
+inline __nv_bfloat162 operator+(__nv_bfloat162 a) { return a; }
+inline __nv_bfloat162& operator+=(__nv_bfloat162& a, __nv_bfloat162 b) { return a = a + b; }
+inline __nv_bfloat162& operator-=(__nv_bfloat162& a, __nv_bfloat162 b) { return a = a - b; }
+inline __nv_bfloat162& operator*=(__nv_bfloat162& a, __nv_bfloat162 b) { return a = a * b; }
+inline __nv_bfloat162& operator/=(__nv_bfloat162& a, __nv_bfloat162 b) { return a = a / b; }
+// As cuda_bf16.h: == holds when both lanes are equal (ordered), != when both lanes differ or are
+// unordered (a NaN).
+inline bool __hbeq2(__nv_bfloat162 a, __nv_bfloat162 b) { return (float)a.x == (float)b.x && (float)a.y == (float)b.y; }
+inline bool __hbneu2(__nv_bfloat162 a, __nv_bfloat162 b) { return !((float)a.x == (float)b.x) && !((float)a.y == (float)b.y); }
+inline bool operator==(__nv_bfloat162 a, __nv_bfloat162 b) { return __hbeq2(a, b); }
+inline bool operator!=(__nv_bfloat162 a, __nv_bfloat162 b) { return __hbneu2(a, b); }
 
 // --- barriers and warp collectives (out of line: see the top of this file) ----------------
 extern "C" void __syncthreads(void);
@@ -368,7 +448,7 @@ extern "C" unsigned char gpudojo_dynamic_shared[];
 
 // --- binding the run request's arguments to the kernel's parameters ------------------------
 namespace gpudojo {
-enum Dtype { F16, F32, F64, I8, I32, I64, U8, U32, U64 };
+enum Dtype { F16, F32, F64, I8, I32, I64, U8, U32, U64, BF16 };
 struct Arg {
     const char* name;
     int is_array;
@@ -385,6 +465,7 @@ extern "C" void gpudojo_set_body(Body body, void* ctx);
 template <class T>
 constexpr int dtype_of() {
     if constexpr (std::is_same_v<T, _Float16>) return F16;
+    else if constexpr (std::is_same_v<T, __nv_bfloat16>) return BF16;
     else if constexpr (std::is_same_v<T, float>) return F32;
     else if constexpr (std::is_same_v<T, double>) return F64;
     else if constexpr (std::is_integral_v<T> && sizeof(T) == 1) return std::is_signed_v<T> ? I8 : U8;
