@@ -1,7 +1,7 @@
 import { Locator, Page, expect, test } from '@playwright/test';
 import * as fs from 'fs';
 import * as path from 'path';
-import { TOKEN, answerKey, answerQuiz, keepScreenshot, openLab, openSidebar } from './helpers';
+import { TOKEN, answerKey, answerQuiz, keepScreenshot, openLab, openSidebar, runFromPalette } from './helpers';
 
 test('a learner opens lesson 1, runs it as a notebook, takes the quiz and completes it', async ({ page }) => {
   await openLab(page);
@@ -445,4 +445,49 @@ test('a lesson link opens the memory estimator in its transformer mode', async (
   await form.locator('.gpudojo-estimator-run').click();
   await expect(form.locator('.gpudojo-field-error[data-for="heads"]')).toContainText('must divide the hidden size');
   await keepScreenshot(page, 'memory-estimator-transformer.png');
+});
+
+test('the reading list narrows to a lesson, opens a lesson by its title, and a lesson opens its reading', async ({
+  page
+}) => {
+  await openLab(page);
+  await runFromPalette(page, 'Open Reading List');
+  const view = page.locator('#gpudojo-reading-list .gpudojo-reading');
+  const entries = view.locator('.gpudojo-reading-entry');
+  await expect(entries.first()).toBeVisible();
+  const all = await entries.count();
+  expect(all).toBeGreaterThanOrEqual(15);
+  await expect(view.locator('.gpudojo-reading-section').first()).toHaveAttribute('data-section', /NVIDIA/);
+  const link = entries.first().locator('a.gpudojo-reading-title');
+  await expect(link).toHaveAttribute('href', /^https:\/\//);
+  await expect(link).toHaveAttribute('target', '_blank');
+  await expect(link).toHaveAttribute('rel', 'noopener');
+  // Lessons are named by their titles, not their ids.
+  await expect(entries.first().locator('.gpudojo-reading-lesson').first()).toHaveText('GPU computing for AI');
+
+  // Narrowed to one lesson: fewer entries, every one deepening it.
+  const select = view.locator('.gpudojo-reading-filter-select');
+  await select.selectOption({ label: 'Multi-GPU training strategies' });
+  await expect(view.locator('.gpudojo-reading-count')).toContainText('Multi-GPU training strategies');
+  const shown = await entries.count();
+  expect(shown).toBeGreaterThan(0);
+  expect(shown).toBeLessThan(all);
+  await expect(view.locator('.gpudojo-reading-entry:not(:has(.gpudojo-reading-lesson[data-id="multi-gpu"]))')).toHaveCount(0);
+  await keepScreenshot(page, 'reading-list.png');
+
+  // A lesson's title opens the lesson; its "Reading for this lesson" comes back here, narrowed to it.
+  await entries.first().locator('.gpudojo-reading-lesson[data-id="multi-gpu"]').click();
+  const lesson = page.locator('#gpudojo-lesson-multi-gpu');
+  await expect(lesson.locator('h1').first()).toContainText('Multi-GPU training strategies');
+  const tab = (label: string) => page.locator('#jp-main-dock-panel .lm-TabBar-tab', { hasText: label });
+  await tab('Reading list').click();
+  await select.selectOption({ label: 'All lessons' });
+  await expect(entries).toHaveCount(all);
+  await tab('Multi-GPU training strategies').click();
+  const reading = lesson.locator('a.gpudojo-lesson-reading-link');
+  await reading.scrollIntoViewIfNeeded();
+  await reading.click();
+  await expect(view).toBeVisible();
+  await expect(select).toHaveValue('multi-gpu');
+  await expect(entries).toHaveCount(shown);
 });

@@ -48,6 +48,7 @@ import type {
   ProgressEntry,
   ProgressStatus,
   QuizResult,
+  ReadingList,
   Run,
   RunList,
   RunRequest,
@@ -167,6 +168,11 @@ export class GpudojoClient {
   /** GET course/acceptance: the module's acceptance list, ticked from this user's progress. */
   getAcceptance(): Promise<Acceptance> {
     return requestAPI<Acceptance>('course/acceptance', { method: 'GET' }, this.serverSettings);
+  }
+
+  /** GET course/reading: the course reading list, each entry with the lessons it deepens. */
+  getReadingList(): Promise<ReadingList> {
+    return requestAPI<ReadingList>('course/reading', { method: 'GET' }, this.serverSettings);
   }
 
   /** GET exercises/{id}: README, requirements, your folder, the running check, the last result, history. */

@@ -761,6 +761,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/gpudojo/api/course/reading": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The course reading list: each entry's section, title, author, link, what to read it for and the lessons it deepens */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ReadingList"];
+                    };
+                };
+                /** @description Not authenticated or not authorized */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description No such item */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                detail?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/gpudojo/api/course/summary": {
         parameters: {
             query?: never;
@@ -4535,7 +4601,7 @@ export interface components {
              * @default float32
              * @enum {string}
              */
-            dtype?: "float16" | "float32" | "float64" | "int8" | "int32" | "int64" | "uint8" | "uint32" | "uint64";
+            dtype?: "float16" | "bfloat16" | "float32" | "float64" | "int8" | "int32" | "int64" | "uint8" | "uint32" | "uint64";
             /** Shape */
             shape: number[];
             /**
@@ -4577,7 +4643,7 @@ export interface components {
              * @default float32
              * @enum {string}
              */
-            dtype: "float16" | "float32" | "float64" | "int8" | "int32" | "int64" | "uint8" | "uint32" | "uint64";
+            dtype: "float16" | "bfloat16" | "float32" | "float64" | "int8" | "int32" | "int64" | "uint8" | "uint32" | "uint64";
             /** Shape */
             shape: number[];
             /**
@@ -6691,9 +6757,9 @@ export interface components {
              */
             index: number[];
             /** Got */
-            got: number;
+            got: number | ("NaN" | "Infinity" | "-Infinity");
             /** Expected */
-            expected: number;
+            expected: number | ("NaN" | "Infinity" | "-Infinity");
         };
         /**
          * Mode
@@ -7067,6 +7133,7 @@ export interface components {
             checked: boolean;
             /**
              * Max Abs Error
+             * @description Largest |got - expected| (equal infinities count 0); null when unchecked or infinite
              * @default null
              */
             max_abs_error: number | null;
@@ -7079,9 +7146,9 @@ export interface components {
             first_mismatch: components["schemas"]["Mismatch"] | null;
             /**
              * Preview
-             * @description The first values of the output
+             * @description The first values of the output ("NaN", "Infinity", "-Infinity" as text)
              */
-            preview: number[];
+            preview: (number | ("NaN" | "Infinity" | "-Infinity"))[];
         };
         /**
          * Overlap
@@ -7485,6 +7552,49 @@ export interface components {
             total: number;
             /** Results */
             results: components["schemas"]["QuestionResult"][];
+        };
+        /**
+         * ReadingEntry
+         * @description One entry of the course reading list (content/resources/reading.md).
+         */
+        ReadingEntry: {
+            /**
+             * Section
+             * @description The `##` heading the entry is listed under
+             */
+            section: string;
+            /** Title */
+            title: string;
+            /**
+             * By
+             * @description Its author or publisher
+             */
+            by: string;
+            /**
+             * Link
+             * @description Where to find it
+             */
+            link: string;
+            /**
+             * Read For
+             * @description The part worth your time (markdown: `code` spans)
+             */
+            read_for: string;
+            /**
+             * Deepens
+             * @description The lessons it takes further, by id
+             */
+            deepens: string[];
+        };
+        /**
+         * ReadingList
+         * @description GET course/reading: the course reading list in its order, and entries that failed to load.
+         */
+        ReadingList: {
+            /** Entries */
+            entries: components["schemas"]["ReadingEntry"][];
+            /** Problems */
+            problems: components["schemas"]["Problem"][];
         };
         /**
          * RecordingInfo

@@ -83,6 +83,9 @@ export type AcceptanceRequirement = S['AcceptanceRequirement'];
 export type AcceptanceRequirementKind = AcceptanceRequirement['kind'];
 export type AcceptanceItem = S['AcceptanceItem'];
 export type Acceptance = S['Acceptance'];
+/** One entry of the course reading list (content/resources/reading.md). */
+export type ReadingEntry = S['ReadingEntry'];
+export type ReadingList = S['ReadingList'];
 
 /* Exercises (server/gpudojo/course/models.py). */
 export type RequirementSpec = S['RequirementSpec'];

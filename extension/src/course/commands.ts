@@ -9,6 +9,8 @@ export namespace CourseCommandIds {
   export const openModuleTest = 'gpudojo:open-module-test';
   /** Open (or reveal) the acceptance list: what a learner can do at the end, ticked. */
   export const openAcceptance = 'gpudojo:open-acceptance';
+  /** Open (or reveal) the reading list; args `{lesson}` filter it to what deepens that lesson. */
+  export const openReadingList = 'gpudojo:open-reading-list';
   /** Open (or reveal) the course's home: progress, the next step, this machine, the map. */
   export const openWelcome = 'gpudojo:open-welcome';
   /** Take the next step of the course (open the next lesson, lab or exercise, or the module test). */

@@ -160,10 +160,7 @@ export class LessonView extends Panel {
     }
     this._body = body;
     this.addWidget(body);
-    const footer = this._renderFooter(doc);
-    if (footer) {
-      this._addNode(footer);
-    }
+    this._addNode(this._renderFooter(doc));
     if (doc.quiz.length) {
       this.addWidget(
         new QuizView({
@@ -316,7 +313,7 @@ export class LessonView extends Panel {
     return box;
   }
 
-  private _renderFooter(doc: LessonDoc): HTMLElement | null {
+  private _renderFooter(doc: LessonDoc): HTMLElement {
     const parts: HTMLElement[] = [];
     if (doc.related.length) {
       const list = h('ul', { className: 'gpudojo-lesson-related-list' });
@@ -343,12 +340,24 @@ export class LessonView extends Panel {
         )
       );
     }
+    // Right after the lesson's "Where next": the reading list, narrowed to this lesson.
+    const reading = h('a', {
+      className: 'gpudojo-lesson-reading-link',
+      text: 'Reading for this lesson',
+      title: 'The papers, guides and docs that take this lesson further, and what to read them for',
+      attrs: { href: '#', 'data-id': doc.meta.id }
+    });
+    reading.addEventListener('click', event => {
+      event.preventDefault();
+      void this._options.commands.execute(CourseCommandIds.openReadingList, { lesson: doc.meta.id });
+    });
+    parts.push(h('div', { className: 'gpudojo-lesson-reading' }, reading));
     if (doc.next) {
       const next = this._itemLink(doc.next, 'gpudojo-next-lesson', `Next: ${doc.next.title}`);
       next.setAttribute('data-id', doc.next.id);
       parts.push(h('div', { className: 'gpudojo-lesson-next' }, next));
     }
-    return parts.length ? h('footer', { className: 'gpudojo-lesson-footer' }, ...parts) : null;
+    return h('footer', { className: 'gpudojo-lesson-footer' }, ...parts);
   }
 
   /** A link that opens a lesson or an exercise, or a lab's kernels in the playground; other items only show their title. */

@@ -1,7 +1,7 @@
 /**
  * The course plugin: the course's home (welcome view, Launcher card), the sidebar's Course
- * section and progress line, lesson, exercise and lab README views, their commands, and
- * live progress from the server's event bus.
+ * section and progress line, lesson, exercise, lab README and reading list views, their
+ * commands, and live progress from the server's event bus.
  */
 
 import {
@@ -22,6 +22,7 @@ import { AcceptanceView } from './acceptance';
 import { ExerciseView } from './exercise';
 import { LessonView } from './lesson';
 import { ModuleTestView } from './moduleTest';
+import { ReadingListView } from './reading';
 import { CourseModel } from './model';
 import { CourseSection } from './section';
 import { showInMainArea } from '../shell';
@@ -202,6 +203,32 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
         )
     });
 
+    // The reading list: one view, filtered by lesson, reopened (and filtered alike) after a reload.
+    const readingViews = new WidgetTracker<MainAreaWidget<ReadingListView>>({ namespace: 'gpudojo-reading-list' });
+    app.commands.addCommand(CourseCommandIds.openReadingList, {
+      label: args => {
+        const lesson = typeof args['lesson'] === 'string' ? args['lesson'] : '';
+        const title = lesson ? model.item('lesson', lesson)?.title : undefined;
+        return title ? `Reading List for ${title}` : 'Open Reading List';
+      },
+      caption: 'What to read next, and what for: papers, guides and docs, by the lessons they deepen',
+      execute: args => {
+        const lesson = typeof args['lesson'] === 'string' && args['lesson'] ? args['lesson'] : null;
+        const widget = openModuleView(readingViews, 'gpudojo-reading-list', () => {
+          const view = new ReadingListView({ source: client, model, commands: app.commands, lesson });
+          view.lessonChanged.connect(() => {
+            const owner = readingViews.find(w => w.content === view);
+            if (owner) {
+              void readingViews.save(owner);
+            }
+          });
+          return view;
+        });
+        widget.content.setLesson(lesson);
+        return widget;
+      }
+    });
+
     // The course's home: one view, reopened after a reload.
     const welcomeViews = new WidgetTracker<MainAreaWidget<WelcomeView>>({ namespace: 'gpudojo-welcome' });
     app.commands.addCommand(CourseCommandIds.openWelcome, {
@@ -270,6 +297,7 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
       palette.addItem({ command: CourseCommandIds.refreshCourse, category: PALETTE_CATEGORY });
       palette.addItem({ command: CourseCommandIds.openModuleTest, category: PALETTE_CATEGORY });
       palette.addItem({ command: CourseCommandIds.openAcceptance, category: PALETTE_CATEGORY });
+      palette.addItem({ command: CourseCommandIds.openReadingList, category: PALETTE_CATEGORY });
       palette.addItem({ command: CourseCommandIds.openWelcome, category: PALETTE_CATEGORY });
       palette.addItem({ command: CourseCommandIds.continueCourse, category: PALETTE_CATEGORY });
     }
@@ -291,6 +319,11 @@ export const coursePlugin: JupyterFrontEndPlugin<void> = {
       });
       void restorer.restore(testViews, { command: CourseCommandIds.openModuleTest, name: () => 'module-test' });
       void restorer.restore(goalViews, { command: CourseCommandIds.openAcceptance, name: () => 'acceptance' });
+      void restorer.restore(readingViews, {
+        command: CourseCommandIds.openReadingList,
+        args: widget => (widget.content.lesson ? { lesson: widget.content.lesson } : {}),
+        name: () => 'reading-list'
+      });
       void restorer.restore(welcomeViews, { command: CourseCommandIds.openWelcome, name: () => 'welcome' });
       void restorer.restore(readmeViews, {
         command: CourseCommandIds.openLabReadme,

@@ -213,6 +213,23 @@ export class CourseSection extends Widget {
     );
     makeClickable(goals, () => void this._commands.execute(CourseCommandIds.openAcceptance));
     list.appendChild(goals);
+    const reading = h(
+      'li',
+      { className: 'gpudojo-course-item', attrs: { 'data-kind': 'reading' } },
+      h('span', { className: 'gpudojo-course-order', text: '' }),
+      h(
+        'div',
+        { className: 'gpudojo-course-body' },
+        h('span', { className: 'gpudojo-course-title', text: 'Reading list' }),
+        h(
+          'div',
+          { className: 'gpudojo-course-meta' },
+          h('span', { className: 'gpudojo-course-note', text: 'what to read next, and what for, lesson by lesson' })
+        )
+      )
+    );
+    makeClickable(reading, () => void this._commands.execute(CourseCommandIds.openReadingList));
+    list.appendChild(reading);
     return h(
       'div',
       { className: 'gpudojo-course-group', attrs: { 'data-kind': 'module' } },
@@ -292,8 +309,8 @@ export class CourseSection extends Widget {
   private _commands: CommandRegistry;
 }
 
-/** A collapsed warning listing the course files that failed to load. */
-function renderProblems(problems: CourseProblem[]): HTMLElement {
+/** A collapsed warning listing the course files that failed to load (`summary`: its one line). */
+export function renderProblems(problems: CourseProblem[], summary?: string): HTMLElement {
   const list = h('ul', { className: 'gpudojo-course-problem-list' });
   for (const p of problems) {
     list.appendChild(
@@ -312,7 +329,7 @@ function renderProblems(problems: CourseProblem[]): HTMLElement {
     'details',
     { className: 'gpudojo-course-problems', attrs: { role: 'status' } },
     h('summary', {
-      text: `${count} course file${count === 1 ? '' : 's'} could not be loaded`
+      text: summary ?? `${count} course file${count === 1 ? '' : 's'} could not be loaded`
     }),
     list
   );

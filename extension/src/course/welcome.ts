@@ -1,6 +1,7 @@
 /**
  * WelcomeView: the course's home in the main area: progress, the next step with the one
- * button that takes it, what this machine can and cannot do, and the map of the course.
+ * button that takes it, what this machine can and cannot do, the map of the course and the
+ * way to its reading list.
  * It only renders: the course model and the devices model hold the state, commands act.
  */
 
@@ -93,6 +94,7 @@ export class WelcomeView extends Widget {
     this.node.appendChild(this._renderNext(catalog));
     this.node.appendChild(this._renderMachine(catalog, open));
     this.node.appendChild(this._renderMap(catalog));
+    this.node.appendChild(this._renderReading());
     this.node.scrollTop = scroll;
   }
 
@@ -212,6 +214,26 @@ export class WelcomeView extends Widget {
       { className: 'gpudojo-welcome-map', attrs: { 'aria-label': 'Map of the course' } },
       h('div', { className: 'gpudojo-lesson-label', text: 'Map of the course' }),
       h('ol', { className: 'gpudojo-welcome-stages' }, ...stages)
+    );
+  }
+
+  /** Beyond the course: the reading list, whose entries say which lessons they deepen. */
+  private _renderReading(): HTMLElement {
+    const button = h('button', {
+      className: 'jp-Button jp-mod-styled jp-mod-minimal gpudojo-welcome-open-reading',
+      text: 'Open the reading list',
+      attrs: { type: 'button' }
+    });
+    button.addEventListener('click', () => void this._commands.execute(CourseCommandIds.openReadingList));
+    return h(
+      'section',
+      { className: 'gpudojo-welcome-reading', attrs: { 'aria-label': 'Reading list' } },
+      h('div', { className: 'gpudojo-lesson-label', text: 'Reading list' }),
+      h('div', {
+        className: 'gpudojo-welcome-reading-text',
+        text: 'To go further: the papers, guides and docs the lessons lean on, what to read each for, and which lessons it deepens.'
+      }),
+      button
     );
   }
 

@@ -1,5 +1,5 @@
 """The course routes: catalog, lessons, quiz answers, progress, open as notebook, the module
-test, the acceptance list and the summary an instructor reads."""
+test, the acceptance list, the reading list and the summary an instructor reads."""
 
 from __future__ import annotations
 
@@ -153,6 +153,22 @@ class AcceptanceHandler(CourseHandler):
     @authorized
     async def get(self) -> None:
         self.write_model(await self.call(lambda c, u: c.acceptance(u), self.user_name))
+
+
+class ReadingListHandler(CourseHandler):
+    api_doc = {
+        "get": {
+            "summary": "The course reading list: each entry's section, title, author, link, what to read it for "
+            "and the lessons it deepens",
+            "response": "ReadingList",
+            "errors": [404],
+        }
+    }
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.write_model(await self.call(lambda c: c.reading_list()))
 
 
 class LearnerSummaryHandler(CourseHandler):

@@ -15,6 +15,7 @@ from .course import (
     NotebookHandler,
     ProgressHandler,
     QuizHandler,
+    ReadingListHandler,
 )
 from .exercises import EXERCISE_ID, ExerciseCheckHandler, ExerciseHandler, ExerciseStartHandler
 from .gpu import DevicesHandler, TelemetryHandler
@@ -68,6 +69,7 @@ ROUTES: list[tuple[str, type]] = [
     ("course/progress", ProgressHandler),
     ("course/module-test", ModuleTestHandler),
     ("course/acceptance", AcceptanceHandler),
+    ("course/reading", ReadingListHandler),
     ("course/summary", LearnerSummaryHandler),
     (f"course/labs/{LAB_ID}/readme", LabReadmeHandler),
     (f"exercises/{EXERCISE_ID}", ExerciseHandler),

@@ -469,6 +469,24 @@ class Acceptance(_Model):
     problems: list[Problem] = Field(default_factory=list)
 
 
+class ReadingEntry(_Model):
+    """One entry of the course reading list (content/resources/reading.md)."""
+
+    section: str = Field(min_length=1, description="The `##` heading the entry is listed under")
+    title: str = Field(min_length=1)
+    by: str = Field(min_length=1, description="Its author or publisher")
+    link: str = Field(pattern=r"^https://\S+$", description="Where to find it")
+    read_for: str = Field(min_length=1, description="The part worth your time (markdown: `code` spans)")
+    deepens: list[str] = Field(min_length=1, description="The lessons it takes further, by id")
+
+
+class ReadingList(_Model):
+    """GET course/reading: the course reading list in its order, and entries that failed to load."""
+
+    entries: list[ReadingEntry]
+    problems: list[Problem] = Field(default_factory=list)
+
+
 class ItemsDone(_Model):
     """How many items of one kind a learner finished, and which."""
 

@@ -25,11 +25,13 @@ from .models import (
     Quiz,
     QuizQuestionPublic,
     QuizResult,
+    ReadingList,
     RelatedItem,
 )
 from .notebooks import copy_lesson_as_notebook
 from .progress import ProgressStore
 from .quiz import grade, order_key, public_questions
+from .reading import READING_FILE, load_reading_list, unknown_lessons
 from .summary import summarise
 
 # The name of the secret that orders quiz choices (ProgressStore.secret).
@@ -133,6 +135,19 @@ class CourseService:
             self.store.entries(user),
             test,
             moduletest.scores(self.store, user, test) if test else None,
+        )
+
+    def reading_list(self) -> ReadingList:
+        """The course reading list (content/resources/reading.md), with what failed to load and
+        the lesson ids it names that the course does not have."""
+        path = self.catalog_source.content_root / READING_FILE
+        reading = load_reading_list(path)
+        if reading is None:
+            raise UnknownItem("This course has no reading list (content/resources/reading.md is missing).")
+        lessons = [lesson.meta.id for lesson in self.catalog_source.data().lessons]
+        return ReadingList(
+            entries=reading.entries,
+            problems=reading.problems + unknown_lessons(reading, lessons, str(path)),
         )
 
     def _lesson(self, data: CatalogData, lesson_id: str):
