@@ -144,6 +144,8 @@ test('a learner starts exercise 2, checks the starter, fixes it and completes th
   await playgroundTab.click();
   await expect(playground.locator('.gpudojo-source .cm-content')).toContainText('// typed in the editor');
   await expect(fileState).toHaveText('Follows its editor (not saved there)');
+  // The exercise in the playground, for the README and the issue's before/after.
+  await page.screenshot({ path: path.resolve(__dirname, '..', '..', 'docs', 'exercise-in-playground.png') });
   // Both changed: the playground keeps its own edit and offers the editor's text.
   await typeAtTop(playground.locator('.gpudojo-source'), '// mine\n');
   await expect(fileState).toHaveText('Unsaved changes');
