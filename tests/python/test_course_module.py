@@ -297,7 +297,7 @@ def test_the_module_test_covers_all_eight_lessons_and_explains_every_choice():
     assert pass_score(test) == 26  # 80% of 32, rounded up
 
 
-def test_the_acceptance_list_is_the_syllabus_last_section():
+def test_the_acceptance_list_is_the_syllabus_last_section_and_the_llm_job():
     spec, problems = load_cached(REPO / "content" / "acceptance.toml", AcceptanceSpec)
     assert problems == [] and isinstance(spec, AcceptanceSpec)
     assert [i.id for i in spec.items] == [
@@ -306,6 +306,7 @@ def test_the_acceptance_list_is_the_syllabus_last_section():
         "ddp",
         "model-parallelism",
         "profiling-and-oom",
+        "llm-training-job",  # issue 28: the newer material, which the module test asks about
     ]
     assert all(any(r.kind == "module-test" for r in i.requires) for i in spec.items)
     # Every lesson and lab it names is one the course has or the syllabus plans.

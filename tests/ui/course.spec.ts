@@ -289,7 +289,9 @@ test('a learner takes the module test, sees the score, and can retake it', async
   // The acceptance list opens from the Course section and ticks only from progress.
   await panel.locator('.gpudojo-course-item[data-kind="acceptance"]').click();
   const goals = page.locator('#gpudojo-acceptance .gpudojo-acceptance');
-  await expect(goals.locator('.gpudojo-acceptance-item')).toHaveCount(5);
+  // The syllabus's five goals, and the LLM training job the newer lessons teach.
+  await expect(goals.locator('.gpudojo-acceptance-item')).toHaveCount(6);
+  await expect(goals.locator('.gpudojo-acceptance-item').last()).toContainText('LLM training job');
   // Every lesson, lab and exercise it names is in the course now: nothing reads "not available yet".
   await expect(goals.locator('.gpudojo-acceptance-req[data-kind="exercise"]')).toHaveCount(11);
   await expect(goals.locator('.gpudojo-acceptance-req[data-state="unavailable"]')).toHaveCount(0);
