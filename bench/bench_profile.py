@@ -14,7 +14,9 @@ On the cpu traces, in the same run: the warm worker's peak RSS for the first ana
 VmHWM, which the worker resets as each request is sent), the one-shot CLI ``gpudojo profile
 summary`` from a cold data dir (seconds, peak RSS by wait4), and the parse floors, ``json.load``
 and ``orjson.loads`` of the whole file in a child of their own, with their ratios to the first
-analysis.
+analysis. Past FLOOR_MAX_BYTES the floors are not run (json.load peaks at some 5.5 times the
+file's size and orjson at 7: a 4 GB trace would need more memory than the machine has) and the
+trace's events are counted by their "ph" keys, read a piece at a time, not by orjson.
 
 Server side: POST profile/analyze, first call (the analysis, in the server's warm worker) and
 second call (cached); GET profile/summary (cached, median of --repeats); the analysis child's
@@ -50,6 +52,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -118,12 +121,13 @@ def gpudojo_child(src: Path) -> dict:
 def cli_child(src: Path) -> dict:
     """``gpudojo profile summary SRC`` from a cold start (a fresh data dir: nothing cached), as
     a user types it over ssh: seconds and the largest process's peak RSS (wait4 takes the
-    maximum over the command and the analysis worker it waits for)."""
+    maximum over the command and the analysis worker it waits for). A trace past the server's
+    size cap is refused (exit code 2): the code is kept for the report."""
     with tempfile.TemporaryDirectory() as data:
         argv = [sys.executable, "-m", "gpudojo.cli", "profile", "summary", "--data-dir", data, str(src)]
         code, rss, seconds = spawn_measured(argv, 1200)
-    assert code == 0, f"gpudojo profile summary exited {code} on {src}"
-    return {"seconds": seconds, "rss": rss}
+    assert code in (0, 2), f"gpudojo profile summary exited {code} on {src}"
+    return {"seconds": seconds, "rss": rss, "code": code}
 
 
 FLOOR = """
@@ -135,6 +139,11 @@ with open(path, "rb") as f:
     doc = json.load(f) if how == "json.load" else orjson.loads(f.read())
 print(time.perf_counter() - t0, len(doc["traceEvents"]))
 """
+
+
+# Above this size the parse floors are not run: json.load took 2,174 MiB and orjson 2,807 MiB for
+# 395 MB (5.5x and 7x the file), past the 24 GiB of the bench's machine at 10M events (3.9 GB).
+FLOOR_MAX_BYTES = 2 * 1000**3
 
 
 def parse_floor(src: Path, how: str) -> dict:
@@ -232,8 +241,8 @@ def hta_anchor(src: Path, limit_s: float) -> dict:
 # --- traces ----------------------------------------------------------------------------------
 
 
-def make_traces(cache: Path, sizes: list[int]) -> dict[tuple[str, int], Path]:
-    """The bench's traces by (shape, events), made once into ``cache``."""
+def make_traces(cache: Path, sizes: list[int], shapes: list[str]) -> dict[tuple[str, int], Path]:
+    """The bench's traces by (shape, events) for the shapes asked for, made once into ``cache``."""
     sys.path.insert(0, str(TESTS))
     from profile_traces import make_gpu_standin
 
@@ -244,18 +253,32 @@ def make_traces(cache: Path, sizes: list[int]) -> dict[tuple[str, int], Path]:
     for n in sizes:
         t0 = time.perf_counter()
         # cpu: a real trace of that many steps, recorded once into bench/.cache (its own process)
-        cpu, gpu = cached_trace(n), cache / f"gpu-{size_label(n)}.json"
-        if not gpu.is_file():
-            make_gpu_standin(gpu.with_suffix(".tmp"), steps=math.ceil(n / per_step)).replace(gpu)
-        made[("cpu", n)], made[("gpu", n)] = cpu, gpu
+        if "cpu" in shapes:
+            made[("cpu", n)] = cached_trace(n)
+        if "gpu" in shapes:
+            gpu = made[("gpu", n)] = cache / f"gpu-{size_label(n)}.json"
+            if not gpu.is_file():
+                make_gpu_standin(gpu.with_suffix(".tmp"), steps=math.ceil(n / per_step)).replace(gpu)
         print(f"{size_label(n)}: traces ready in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return made
 
 
 def count_events(path: Path) -> int:
-    import orjson
+    """The entries of traceEvents: by orjson, or past FLOOR_MAX_BYTES by counting the '"ph":'
+    keys a piece at a time (each event has one; torch.profiler writes no space before the ':'
+    and no other key of that name; in a string the quotes would be escaped)."""
+    if path.stat().st_size <= FLOOR_MAX_BYTES:
+        import orjson
 
-    return len(orjson.loads(path.read_bytes())["traceEvents"])
+        return len(orjson.loads(path.read_bytes())["traceEvents"])
+    key, count, tail = b'"ph":', 0, b""
+    with path.open("rb") as f:
+        while piece := f.read(64 << 20):
+            both = tail + piece
+            count += both.count(key)
+            tail = both[-(len(key) - 1) :]
+            count -= tail.count(key)  # counted again with the next piece
+    return count + tail.count(key)
 
 
 # --- the floor's page ------------------------------------------------------------------------
@@ -306,7 +329,22 @@ def measure_server(
     shutil.copyfile(src, root / name)
     trace = urllib.parse.quote(f"file:{name}", safe="")
     load = os.getloadavg()[0]
-    first_s, first, _ = api(port, "profile/analyze", {"path": name})
+    try:
+        first_s, first, _ = api(port, "profile/analyze", {"path": name})
+    except urllib.error.HTTPError as err:  # past the server's size cap (413): the child still analyses it
+        refused = f"{err.code}: {err.read().decode(errors='replace')[:300]}"
+        print(f"server {shape} {size_label(n)}: POST profile/analyze refused ({refused})", file=sys.stderr)
+        return {
+            "refused": refused,
+            "load": load,
+            "shape": shape,
+            "label": size_label(n),
+            "trace_events": count_events(src),
+            "mb": src.stat().st_size / 1e6,
+            "name": name,
+            "child": gpudojo_child(root / name),
+            **({"cli": cli_child(root / name)} if shape == "cpu" else {}),
+        }
     # The worker resets its peak (VmHWM) as each request is sent: this is this analysis's peak.
     pid = worker_pid(server_pid)
     worker_peak = peak_rss(pid) if pid else None
@@ -324,9 +362,10 @@ def measure_server(
     child = gpudojo_child(root / name)
     extra = {}
     if shape == "cpu":
+        big = src.stat().st_size > FLOOR_MAX_BYTES
         extra = {
             "cli": cli_child(root / name),
-            "floors": {how: parse_floor(src, how) for how in ("json.load", "orjson")},
+            "floors": {} if big else {how: parse_floor(src, how) for how in ("json.load", "orjson")},
         }
     return {
         **extra,
@@ -377,7 +416,7 @@ def main() -> None:
     shapes = [s for s in args.shapes.split(",") if s in SHAPES]
     started = time.time()
     load_before = os.getloadavg()
-    traces = make_traces(args.cache_dir, sizes)
+    traces = make_traces(args.cache_dir, sizes, shapes)
 
     server_rows, hta_rows, browser_rows = [], [], []
     with jupyter_server(
@@ -391,7 +430,8 @@ def main() -> None:
             for shape in shapes:
                 row = measure_server(port, root, (shape, n), traces[(shape, n)], args, proc.pid)
                 server_rows.append(row)
-                print(f"server {shape} {size_label(n)}: {row['first_s']:.2f} s first analysis", file=sys.stderr)
+                if "first_s" in row:
+                    print(f"server {shape} {size_label(n)}: {row['first_s']:.2f} s first analysis", file=sys.stderr)
                 if not args.no_hta:
                     hta = hta_anchor(traces[(shape, n)], args.hta_timeout)
                     hta_rows.append({"shape": shape, "label": size_label(n), **hta})
@@ -464,6 +504,8 @@ def report(
         "GET summary (cached) | analysis child peak RSS (time) | GET window, whole | GET window, 1% zoom |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
+    refused = [r for r in server_rows if "refused" in r]
+    server_rows = [r for r in server_rows if "refused" not in r]
     for r in server_rows:
         w = r["windows"]
         print(
@@ -483,16 +525,32 @@ def report(
         )
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in real:
-            j, o = r["floors"]["json.load"], r["floors"]["orjson"]
             analysis_s = r["first_analysis_ms"] / 1000
             peak = f"{r['worker_peak'] / MIB:,.0f} MiB" if r["worker_peak"] else "-"
+            floors = ["not run (file past FLOOR_MAX_BYTES)"] * 2 + ["-"] * 2
+            if r["floors"]:
+                j, o = r["floors"]["json.load"], r["floors"]["orjson"]
+                floors = [
+                    f"{j['seconds']:.2f} s ({j['rss'] / MIB:,.0f} MiB)",
+                    f"{o['seconds']:.2f} s ({o['rss'] / MIB:,.0f} MiB)",
+                    f"{j['seconds'] / analysis_s:.1f}x",
+                    f"{o['seconds'] / analysis_s:.1f}x",
+                ]
             print(
                 f"| {r['label']} | {r['trace_events']:,} ({r['complete_events']:,}) | {r['mb']:.0f} MB | "
                 f"{r['load']:.2f} | {analysis_s:.2f} s | {peak} | {r['cli']['seconds']:.2f} s "
-                f"({r['cli']['rss'] / MIB:,.0f} MiB) | {j['seconds']:.2f} s ({j['rss'] / MIB:,.0f} MiB) | "
-                f"{o['seconds']:.2f} s ({o['rss'] / MIB:,.0f} MiB) | {j['seconds'] / analysis_s:.1f}x | "
-                f"{o['seconds'] / analysis_s:.1f}x |"
+                f"({r['cli']['rss'] / MIB:,.0f} MiB) | {' | '.join(floors)} |"
             )
+    for r in refused:
+        cli = r.get("cli")
+        cli_cell = ""
+        if cli:
+            cli_cell = f"; one-shot CLI exit {cli['code']} in {cli['seconds']:.2f} s ({cli['rss'] / MIB:,.0f} MiB)"
+        print(
+            f"- {r['shape']} {r['label']} ({r['trace_events']:,} events, {r['mb']:.0f} MB, load {r['load']:.2f}): "
+            f"POST profile/analyze refused ({r['refused']}); the one-shot analysis child "
+            f"{r['child']['seconds']:.1f} s, {r['child']['rss'] / MIB:,.0f} MiB peak RSS{cli_cell}"
+        )
     for r in server_rows:
         used = ", ".join(r["hta_used"]) or "none"
         print(f"- {r['shape']} {r['label']}: {r['mode']}; {r['steps']} steps, {r['lanes']} lanes; HTA used: {used}")
@@ -536,7 +594,7 @@ def report(
             if r["viewer"] == "chrome_tracing":
                 print(f"- chrome://tracing: {r.get('result') or r.get('error')}")
     ratios(server_rows, hta_rows, browser_rows)
-    print(json.dumps({"server": server_rows, "hta": hta_rows, "browser": browser_rows}), file=sys.stderr)
+    print(json.dumps({"server": server_rows + refused, "hta": hta_rows, "browser": browser_rows}), file=sys.stderr)
 
 
 def ratios(server_rows: list[dict], hta_rows: list[dict], browser_rows: list[dict]) -> None:

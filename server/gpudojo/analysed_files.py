@@ -54,6 +54,10 @@ REFUSALS_KEPT = 256
 # Analyses kept open for queries, per service, and the most bytes they may hold together.
 KEEP_OPEN = 4
 KEEP_OPEN_BYTES = 128 * 1024**2
+# The largest file analysed (bigger: 413 before any work). The scanners stream their files, so
+# the size is bounded by what the analysis keeps, not the file: a 10M-event with_stack trace
+# (3.9 GB) peaks at 1.5 GiB in its worker, under the workers' 2 GiB memory cap (bench/RESULTS.md).
+MAX_FILE_BYTES = 8 * 1024**3
 
 
 def held_bytes(obj: object) -> int:
@@ -258,7 +262,11 @@ class AnalysedFiles(Generic[L]):
         size = os.fstat(f.fileno()).st_size
         if size > self.max_bytes:
             f.close()
-            raise TooLarge(f"{path.name} is {size} bytes; the most this server analyses is {self.max_bytes}")
+            raise TooLarge(
+                f"{path.name} is {size:,} bytes; the most this server analyses is {self.max_bytes:,} "
+                "(GPUDojo.analysis_max_file_bytes).",
+                f"{self.kind.noun}_too_large",
+            )
         return f
 
     def resolve(self, file_id: str) -> list[Path]:

@@ -18,6 +18,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .analysed_files import MAX_FILE_BYTES
+
 if TYPE_CHECKING:
     from .course.exercises import ExerciseService
     from .course.service import CourseService
@@ -64,6 +66,7 @@ class Settings:
     kernel_compile_max_rss_bytes: int = 2 * 1024**3
     analysis_max_rss_bytes: int = 2 * 1024**3
     analysis_max_inflated_bytes: int = 1024**3
+    analysis_max_file_bytes: int = MAX_FILE_BYTES
     analysis_keep_open_bytes: int = 128 * 1024**2
     simulator_max_threads: int = 4096
     memory_warm_worker: bool = True
@@ -227,6 +230,7 @@ class Services:
         return MemoryService(
             s.data_path,
             Path(s.root_dir),
+            max_capture_bytes=s.analysis_max_file_bytes,
             max_rss_bytes=s.analysis_max_rss_bytes,
             keep_open_bytes=s.analysis_keep_open_bytes,
         )
@@ -239,6 +243,7 @@ class Services:
         return ProfileService(
             s.data_path,
             Path(s.root_dir),
+            max_trace_bytes=s.analysis_max_file_bytes,
             max_inflated_bytes=s.analysis_max_inflated_bytes,
             max_rss_bytes=s.analysis_max_rss_bytes,
             keep_open_bytes=s.analysis_keep_open_bytes,

@@ -27,6 +27,7 @@ pytestmark = [
 MiB = 2**20
 INFLATE_CAP = 16 * MiB
 RSS_CAP = 512 * MiB
+FILE_CAP = 1024 * MiB
 # What the server may add for one analysis of a hostile file, and the most one reply may be.
 SERVER_GROWTH = 16 * MiB
 REPLY_BYTES = 1 * MiB
@@ -37,6 +38,7 @@ LONG = 5 * 10**6  # characters in a hostile name
 def jp_server_config(jp_server_config):
     jp_server_config.GPUDojo.analysis_max_inflated_bytes = INFLATE_CAP
     jp_server_config.GPUDojo.analysis_max_rss_bytes = RSS_CAP
+    jp_server_config.GPUDojo.analysis_max_file_bytes = FILE_CAP
     return jp_server_config
 
 
@@ -105,6 +107,25 @@ async def test_a_gzip_bomb_is_refused_at_the_inflate_cap_with_the_worker_small(j
     assert peak_rss(worker.pid) < RSS_CAP
     assert server.memory_info().rss - server_before < SERVER_GROWTH
     assert files._worker.proc.pid == worker.pid and files.worker_starts == 1
+
+
+async def test_a_file_past_the_size_setting_is_a_413_before_any_analysis(jp_fetch, jp_root_dir, jp_serverapp):
+    # GPUDojo.analysis_max_file_bytes caps traces and snapshots alike; the file is never read.
+    sparse_file(jp_root_dir / "big.json", b"[", FILE_CAP + 1)
+    sparse_file(jp_root_dir / "big.pickle", b"\x80", FILE_CAP + 1)
+    sparse_file(jp_root_dir / "fits.json", b"[", FILE_CAP)
+    services = jp_serverapp.web_app.settings["gpudojo"]
+    status, error = await summary(jp_fetch, "big.json")
+    assert status == 413 and error["code"] == "trace_too_large", error
+    assert f"{FILE_CAP:,}" in error["message"] and "analysis_max_file_bytes" in error["message"], error
+    status, body = await fetch(jp_fetch, "memory", "analysis", capture="file:big.pickle")
+    error = json.loads(body)["error"]
+    assert status == 413 and error["code"] == "capture_too_large" and "analysis_max_file_bytes" in error["message"]
+    assert services.profile.files.worker_starts == 0  # refused before any analysis
+    # At the cap exactly it is analysed (zeros are no JSON: read whole, the memory cap stops it).
+    status, error = await summary(jp_fetch, "fits.json")
+    assert status >= 400 and "analysis_max_file_bytes" not in error["message"], error
+    assert services.profile.files.worker_starts == 1
 
 
 async def test_an_analysis_past_the_memory_cap_is_a_413_once_and_never_retried(jp_fetch, jp_root_dir, jp_serverapp):

@@ -292,3 +292,59 @@ def test_a_name_that_is_not_a_string_is_read_by_orjson(tmp_path, scanner_only):
         trace_scan.scan_file(path)
     with pytest.raises(AssertionError, match="orjson reader was used"):
         read_trace(path)
+
+
+def _minified(text: bytes) -> bytes:
+    """JSON text without the whitespace outside its strings (what the scanner keeps of args)."""
+    out, in_str, escaped = bytearray(), False, False
+    for c in text:
+        if in_str:
+            out.append(c)
+            in_str = escaped or c != 0x22
+            escaped = not escaped and c == 0x5C
+        elif c not in b" \t\r\n":
+            out.append(c)
+            in_str = c == 0x22
+    return bytes(out)
+
+
+def test_args_are_kept_minified_in_one_walk_whatever_comes_first(tmp_path, scanner_only, monkeypatch):
+    """Args copied as they are walked: before their event's cat (kept, or a python_function's:
+    not), after a python cat that a second cat overrides, an event dropped after its args were
+    copied, and args too big for the buffer as it stands (grown, the event walked again)."""
+    big = " , ".join(f'"k{i}" : [ 1 , {{ "s" : "a b\\" \\\\ {i}" }} ]' for i in range(40000))
+    events = [
+        '{"ph": "X", "args": { "External id" : 1 , "Input Dims": [ [2, 3] , [ ] ] }, "name": "a",'
+        ' "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 1, "dur": 2}',
+        '{"ph": "X", "args": {"Python id": 5}, "name": "p", "cat": "python_function", "pid": 1, "tid": 1,'
+        ' "ts": 2, "dur": 1}',
+        '{"ph": "X", "cat": "python_function", "args": { "x" : [ 1 , 2 ] }, "cat": "cpu_op", "name": "b",'
+        ' "pid": 1, "tid": 1, "ts": 3, "dur": 1}',
+        '{"ph": "X", "cat": "cpu_op", "args": { "dropped" : true }, "name": "c", "pid": 1, "tid": 1, "ts": 4,'
+        ' "dur": -1}',
+        '{"ph": "X", "cat": "cpu_op", "args": { }, "name": "d", "pid": 1, "tid": 1, "ts": 5, "dur": 1}',
+        '{"ph": "X", "cat": "cpu_op", "args": {' + big + '}, "name": "e", "pid": 1, "tid": 1, "ts": 6, "dur": 1}',
+        '{"ph": "X", "cat": "cpu_op", "args": {"correlation" : 7 , "s": " \\u00e9 " }, "name": "f", "pid": 1,'
+        ' "tid": 1, "ts": 7, "dur": 1}',
+    ]
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents": [\n' + ",\n".join(events) + "\n]}")
+    for total in (path.stat().st_size, 1):  # a total guessed too small: the args buffer grows mid-walk
+        with path.open("rb") as f:
+            s = trace_scan.scan_stream(f, total)
+        blob, at = bytes(s.args), 0
+        kept = []
+        for n in s.args_len:
+            kept.append(blob[at : at + int(n)])
+            at += int(n)
+        assert [s.tables[0][i] for i in s.name] == [b"a", b"p", b"b", b"d", b"e", b"f"]
+        assert kept[0] == _minified(events[0].split('"args": ', 1)[1].split(', "name"')[0].encode())
+        assert kept[1] == b"" and kept[3] == b""  # a python_function's args, and empty ones
+        assert kept[2] == b'{"x":[1,2]}'
+        assert kept[4].startswith(b'{"args":"') and kept[4].endswith(b' bytes of args, not kept"}')
+        assert kept[5] == b'{"correlation":7,"s":" \\u00e9 "}' and int(s.corr[5]) == 7
+    monkeypatch.undo()
+    monkeypatch.setattr(trace_module, "_scanned", lambda *_: None)
+    parsed = read_trace(path)
+    monkeypatch.undo()
+    assert _as_read(read_trace(path)) == _as_read(parsed)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..analysed_files import KEEP_OPEN_BYTES, AnalysedFiles, FileKind, FileRequestError
+from ..analysed_files import KEEP_OPEN_BYTES, MAX_FILE_BYTES, AnalysedFiles, FileKind, FileRequestError
 from ..errors import ServiceError, TooLarge
 from ..runfolder import CAPTURE_NAME
 from ..worker.pipe import WarmWorker
@@ -58,7 +58,7 @@ class MemoryService:
         root_dir: Path,
         *,
         analysis_timeout_s: float = 300.0,
-        max_capture_bytes: int = 2 * 1024**3,
+        max_capture_bytes: int = MAX_FILE_BYTES,
         max_rss_bytes: int | None = 2 * 1024**3,
         keep_open_bytes: int = KEEP_OPEN_BYTES,
         python: str = sys.executable,

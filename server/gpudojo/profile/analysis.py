@@ -1019,6 +1019,7 @@ def write_analysis(
 
         columns = read_trace(path, scaled, max_inflated_bytes)
         read.append(Source(path, _rank_of(path, columns.meta), columns))
+        del columns  # held by its Source only: merge frees each column as it takes it
     progress("analysing", None)
     renamed = _distinct_ranks(read)
     ev = merge(read)

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-from ..analysed_files import ALL_RANKS, KEEP_OPEN_BYTES, AnalysedFiles, FileKind, FileRequestError
+from ..analysed_files import ALL_RANKS, KEEP_OPEN_BYTES, MAX_FILE_BYTES, AnalysedFiles, FileKind, FileRequestError
 from ..errors import ServiceError
 from ..runfolder import TRACE_NAME
 from .analysis import ANALYSIS_VERSION, Loaded, diff
@@ -51,7 +51,7 @@ class ProfileService:
         root_dir: Path,
         *,
         analysis_timeout_s: float = 600.0,
-        max_trace_bytes: int = 2 * 1024**3,
+        max_trace_bytes: int = MAX_FILE_BYTES,
         max_inflated_bytes: int = MAX_INFLATED_BYTES,
         max_rss_bytes: int | None = 2 * 1024**3,
         keep_open_bytes: int = KEEP_OPEN_BYTES,

@@ -57,6 +57,8 @@ WHY = {
 }
 
 MAX_DEPTH = 256
+POW10 = np.array([10.0**k for k in range(23)])
+PYTHON_FUNCTION = (112, 121, 116, 104, 111, 110, 95, 102, 117, 110, 99, 116, 105, 111, 110)
 INCOMPLETE = -1
 INVALID = -2
 
@@ -200,7 +202,13 @@ def _number(b, p, n, out):
     e10 = exp - frac
     out[2] = 1.0 if integer else 0.0
     if digits <= 18 and mant < (np.int64(1) << 53) and -22 <= e10 <= 22:
-        v = np.float64(mant) * (10.0**e10) if e10 >= 0 else np.float64(mant) / (10.0 ** (-e10))
+        # the powers of ten up to 1e22 are exact doubles: a table gives what pow() gives
+        if e10 == 0:
+            v = np.float64(mant)
+        elif e10 > 0:
+            v = np.float64(mant) * POW10[e10]
+        else:
+            v = np.float64(mant) / POW10[-e10]
         out[0] = -v if neg else v
         out[1] = 1.0
     else:
@@ -209,6 +217,47 @@ def _number(b, p, n, out):
     if p - start > 0:
         return p
     return INVALID
+
+
+@numba.njit(cache=True)
+def _number_end(b, p, n):
+    """_number's end (or INCOMPLETE / INVALID) without its value: the same checks, for the
+    numbers whose value nothing reads (inside args, the metadata, pid and tid)."""
+    if b[p] == 45:
+        p += 1
+        if p >= n:
+            return INCOMPLETE
+    c = b[p]
+    if c == 48:
+        p += 1
+    elif 49 <= c <= 57:
+        while p < n and 48 <= b[p] <= 57:
+            p += 1
+    else:
+        return INVALID
+    if p < n and b[p] == 46:
+        p += 1
+        if p >= n:
+            return INCOMPLETE
+        if not (48 <= b[p] <= 57):
+            return INVALID
+        while p < n and 48 <= b[p] <= 57:
+            p += 1
+    if p < n and (b[p] == 101 or b[p] == 69):
+        p += 1
+        if p >= n:
+            return INCOMPLETE
+        if b[p] == 43 or b[p] == 45:
+            p += 1
+            if p >= n:
+                return INCOMPLETE
+        if not (48 <= b[p] <= 57):
+            return INVALID
+        while p < n and 48 <= b[p] <= 57:
+            p += 1
+    if p >= n:
+        return INCOMPLETE  # a number is only known to have ended at the byte after it
+    return p
 
 
 @numba.njit(cache=True)
@@ -236,7 +285,7 @@ def _value_end(b, p, n, scratch, stack):
     if c == 34:
         return _string_end(b, p, n)
     if c == 45 or 48 <= c <= 57:
-        return _number(b, p, n, scratch)
+        return _number_end(b, p, n)
     if c == 116 or c == 102 or c == 110:
         return _literal(b, p, n)
     if c != 123 and c != 91:
@@ -286,7 +335,7 @@ def _value_end(b, p, n, scratch, stack):
             if c == 34:
                 p = _string_end(b, p, n)
             elif c == 45 or 48 <= c <= 57:
-                p = _number(b, p, n, scratch)
+                p = _number_end(b, p, n)
             elif c == 116 or c == 102 or c == 110:
                 p = _literal(b, p, n)
             else:
@@ -368,6 +417,184 @@ def _args_end(b, p, n, scratch, stack, found):
         a = _skip_ws(b, a + 1, n)
         if a >= n:
             return INCOMPLETE
+
+
+@numba.njit(cache=True, inline="always")
+def _copy(b, a, k, out, o):
+    """b[a:a+k] into out[o:]; the new end."""
+    for j in range(k):
+        out[o + j] = b[a + j]
+    return o + k
+
+
+@numba.njit(cache=True)
+def _value_min(b, p, n, scratch, stack, out, o):
+    """_value_end that also copies the value into out[o:] without the whitespace outside its
+    strings, in the same walk: (its end or INCOMPLETE / INVALID, the new end in out)."""
+    c = b[p]
+    if c == 34:
+        e = _string_end(b, p, n)
+    elif c == 45 or 48 <= c <= 57:
+        e = _number_end(b, p, n)
+    elif c == 116 or c == 102 or c == 110:
+        e = _literal(b, p, n)
+    elif c != 123 and c != 91:
+        return INVALID, o
+    else:
+        e = -3
+    if e != -3:
+        if e < 0:
+            return e, o
+        return e, _copy(b, p, e - p, out, o)
+    # a container: as _value_end, each token copied as it is passed
+    stack[0] = 0 if c == 123 else 2
+    out[o] = c
+    o += 1
+    depth = 1
+    p += 1
+    while True:
+        p = _skip_ws(b, p, n)
+        if p >= n:
+            return INCOMPLETE, o
+        c = b[p]
+        s = stack[depth - 1]
+        if s == 0 or s == 2:
+            if (s == 0 and c == 125) or (s == 2 and c == 93):
+                out[o] = c
+                o += 1
+                depth -= 1
+                p += 1
+                if depth == 0:
+                    return p, o
+                continue
+            if s == 0:
+                if c != 34:
+                    return INVALID, o
+                e = _string_end(b, p, n)
+                if e < 0:
+                    return e, o
+                o = _copy(b, p, e - p, out, o)
+                p = _skip_ws(b, e, n)
+                if p >= n:
+                    return INCOMPLETE, o
+                if b[p] != 58:
+                    return INVALID, o
+                out[o] = 58
+                o += 1
+                p = _skip_ws(b, p + 1, n)
+                if p >= n:
+                    return INCOMPLETE, o
+                c = b[p]
+            stack[depth - 1] = s + 1
+            if c == 123 or c == 91:
+                if depth >= stack.shape[0]:
+                    return INVALID, o
+                stack[depth] = 0 if c == 123 else 2
+                out[o] = c
+                o += 1
+                depth += 1
+                p += 1
+                continue
+            if c == 34:
+                e = _string_end(b, p, n)
+            elif c == 45 or 48 <= c <= 57:
+                e = _number_end(b, p, n)
+            elif c == 116 or c == 102 or c == 110:
+                e = _literal(b, p, n)
+            else:
+                return INVALID, o
+            if e < 0:
+                return e, o
+            o = _copy(b, p, e - p, out, o)
+            p = e
+        else:
+            if c == 44:
+                stack[depth - 1] = s - 1
+                out[o] = 44
+                o += 1
+                p += 1
+                # a ',' must be followed by a member, not a closing bracket
+                q = _skip_ws(b, p, n)
+                if q >= n:
+                    return INCOMPLETE, o
+                if b[q] == 125 or b[q] == 93:
+                    return INVALID, o
+                continue
+            if (s == 1 and c == 125) or (s == 3 and c == 93):
+                out[o] = c
+                o += 1
+                depth -= 1
+                p += 1
+                if depth == 0:
+                    return p, o
+                continue
+            return INVALID, o
+
+
+@numba.njit(cache=True)
+def _args_min(b, p, n, scratch, stack, found, out, o):
+    """_args_end that also copies the object into out[o:] minified (as _minify writes it), in
+    the same walk: (its end or INCOMPLETE / INVALID, the new end in out). The caller has made
+    room for all of b[p:n]: the copy is never longer than what it was copied from."""
+    found[0], found[1], found[2], found[3] = -1, -1, 0, 0
+    out[o] = 123
+    o += 1
+    a = _skip_ws(b, p + 1, n)
+    if a >= n:
+        return INCOMPLETE, o
+    if b[a] == 125:
+        out[o] = 125
+        return a + 1, o + 1
+    while True:
+        if b[a] != 34:
+            return INVALID, o
+        kq = _string_end(b, a, n)
+        if kq < 0:
+            return kq, o
+        o = _copy(b, a, kq - a, out, o)
+        ka0, kan = a + 1, kq - a - 2
+        if _has_escape(b, ka0, kan):
+            found[3] = 1
+        a = _skip_ws(b, kq, n)
+        if a >= n:
+            return INCOMPLETE, o
+        if b[a] != 58:
+            return INVALID, o
+        out[o] = 58
+        o += 1
+        a = _skip_ws(b, a + 1, n)
+        if a >= n:
+            return INCOMPLETE, o
+        ae, o = _value_min(b, a, n, scratch, stack, out, o)
+        if ae < 0:
+            return ae, o
+        if kan == 11 and _eq(b, ka0, kan, (99, 111, 114, 114, 101, 108, 97, 116, 105, 111, 110)):
+            found[0] = -1
+            if b[a] == 45 or 48 <= b[a] <= 57:
+                _number(b, a, n, scratch)
+                if scratch[2] == 1.0:
+                    if scratch[1] == 1.0:
+                        found[0] = np.int64(scratch[0])
+                    else:
+                        found[3] = 1
+        elif kan == 10 and _eq(b, ka0, kan, (73, 110, 112, 117, 116, 32, 68, 105, 109, 115)):
+            if b[a] == 110 and ae - a == 4:
+                found[1], found[2] = -1, 0  # null: as if absent
+            else:
+                found[1], found[2] = a, ae - a
+        a = _skip_ws(b, ae, n)
+        if a >= n:
+            return INCOMPLETE, o
+        if b[a] == 125:
+            out[o] = 125
+            return a + 1, o + 1
+        if b[a] != 44:
+            return INVALID, o
+        out[o] = 44
+        o += 1
+        a = _skip_ws(b, a + 1, n)
+        if a >= n:
+            return INCOMPLETE, o
 
 
 @numba.njit(cache=True)
@@ -645,6 +872,7 @@ def scan(
         ts_v, dur_v = 0.0, 0.0
         ts_at, ts_len, dur_at, dur_len = 0, 0, 0, 0
         args_at, args_end = -1, -1
+        amin = -1  # the length args_buf[state[S_ARGS]:] holds args_at's object minified (-1: not)
         args_odd = False
         corr = np.int64(-1)
         dims_at, dims_len = -1, 0
@@ -697,12 +925,26 @@ def scan(
             c = b[v]
             if c == 123 and kn == 4 and _eq(b, k0, kn, (97, 114, 103, 115)):
                 # args: its members walked once (validated, correlation and Input Dims found)
-                e = _args_end(b, v, n, scratch, stack, found)
+                # and, unless the event is already known to be a python_function's (whose args
+                # are not kept), copied minified to args_buf[state[S_ARGS]:] in the same walk;
+                # only kept (state[S_ARGS] moved on) if the event is.
+                if cat_at >= 0 and _eq(b, cat_at, cat_len, PYTHON_FUNCTION):
+                    e = _args_end(b, v, n, scratch, stack, found)
+                    amin = -1
+                else:
+                    if state[S_ARGS] + (n - v) > args_buf.shape[0]:
+                        return R_GROW  # nothing of this event written yet: it is walked again
+                    e, o_end = _args_min(b, v, n, scratch, stack, found, args_buf, state[S_ARGS])
+                    amin = o_end - state[S_ARGS]
                 corr, dims_at, dims_len = found[0], found[1], found[2]
                 args_at, args_end, args_odd = v, e, False
                 if found[3] != 0:
                     bad = 2
                     break
+            elif (c == 45 or 48 <= c <= 57) and (
+                (kn == 2 and _eq(b, k0, kn, (116, 115))) or (kn == 3 and _eq(b, k0, kn, (100, 117, 114)))
+            ):  # ts or dur: parsed once, its value left in scratch
+                e = _number(b, v, n, scratch)
             else:
                 e = _value_end(b, v, n, scratch, stack)
             if e < 0:
@@ -724,15 +966,13 @@ def scan(
                     bad = 2
                     break
             elif kn == 2 and _eq(b, k0, kn, (116, 115)):  # ts
-                if c == 45 or 48 <= c <= 57:
-                    _number(b, v, n, scratch)
+                if c == 45 or 48 <= c <= 57:  # scratch holds its value (read above)
                     ts_kind = 1 if scratch[1] == 1.0 else 2
                     ts_v, ts_at, ts_len = scratch[0], v, e - v
                 else:
                     ts_kind = 3
             elif kn == 3 and _eq(b, k0, kn, (100, 117, 114)):  # dur
                 if c == 45 or 48 <= c <= 57:
-                    _number(b, v, n, scratch)
                     dur_kind = 1 if scratch[1] == 1.0 else 2
                     dur_v, dur_at, dur_len = scratch[0], v, e - v
                 else:
@@ -794,9 +1034,7 @@ def scan(
         if name_bad:
             state[S_WHY] = 2
             return R_BAD
-        python = cat_at >= 0 and _eq(
-            b, cat_at, cat_len, (112, 121, 116, 104, 111, 110, 95, 102, 117, 110, 99, 116, 105, 111, 110)
-        )
+        python = cat_at >= 0 and _eq(b, cat_at, cat_len, PYTHON_FUNCTION)
         if python:
             corr, dims_at, args_at = -1, -1, -1
         elif args_odd:
@@ -837,10 +1075,12 @@ def scan(
             )
         )
         alen = 0
-        if args_at >= 0 and _skip_ws(b, args_at + 1, n) != args_end - 1:  # a non-empty object
+        if args_at >= 0 and amin < 0:  # not copied as it was walked (a cat after it said python)
+            amin = _minify(b, args_at, args_end, args_buf, state[S_ARGS]) - state[S_ARGS]
+        if args_at >= 0 and amin > 2:  # a non-empty object ('{}' minified is 2 bytes)
             o = state[S_ARGS]
-            end = _minify(b, args_at, args_end, args_buf, o)
-            alen = end - o
+            end = o + amin
+            alen = amin
             if alen > max_args:  # too long to keep: a note in its place, as _Collector writes
                 end = _write_note(args_buf, o, alen)
                 alen = end - o
