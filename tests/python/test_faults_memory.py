@@ -110,11 +110,13 @@ async def test_a_1gb_file_is_refused_without_being_read(jp_fetch, jp_root_dir, j
         await assert_server_answers(jp_fetch)
     assert worker_of(jp_serverapp).pid == worker.pid
 
-    # Over the server's cap (2 GiB): refused from its size, before the worker hears of it.
-    sparse_file(jp_root_dir / "huge.pickle", header, 3 * 2**30)
+    # Over the server's cap (GPUDojo.analysis_max_file_bytes, 8 GiB): refused from its size, before
+    # the worker hears of it (a sparse file: no disk).
+    sparse_file(jp_root_dir / "huge.pickle", header, 9 * 2**30)
     read_before = worker.io_counters().read_chars
     status, error = await analyse(jp_fetch, "huge.pickle")
-    assert status == 413 and error["code"] == "too_large" and "3221225472 bytes" in error["message"]
+    assert status == 413 and error["code"] == "capture_too_large", error
+    assert f"{9 * 2**30:,} bytes" in error["message"] and "analysis_max_file_bytes" in error["message"]
     assert worker.io_counters().read_chars == read_before
     query = {"capture": "file:huge.pickle"}
     r = await jp_fetch("gpudojo", "api", "memory", "analysis", params=query, raise_error=False)
