@@ -194,12 +194,18 @@ export class KernelPlayground extends Panel {
       return false;
     }
     const text = this.model.sourceOf('cuda');
-    this._drawFileState('Saving…');
+    // Until the server has the file, nothing says "Saved" (writing through the editor makes it
+    // follow its own new text on the way).
+    this._saving = true;
+    this._drawFileState();
     try {
       await this._saveFile(this.file, text);
     } catch (error) {
+      this._saving = false;
       this._drawFileState(`Not saved: ${(error as Error).message ?? error}`, 'error');
       return false;
+    } finally {
+      this._saving = false;
     }
     this._fileText = text;
     this._fileDirty = false;
@@ -252,6 +258,8 @@ export class KernelPlayground extends Panel {
     const conflict = unsaved && this._editorMovedOn;
     const [label, state] = text
       ? [text, kind]
+      : this._saving
+        ? ['Saving…', 'info']
       : conflict
         ? ['Unsaved changes; its editor changed too', 'conflict']
         : unsaved
@@ -379,6 +387,8 @@ export class KernelPlayground extends Panel {
   private _fileDirty = false;
   /** The file's editor changed while the playground had edits of its own. */
   private _editorMovedOn = false;
+  /** A save to the file is on its way. */
+  private _saving = false;
   private _editor: SourceEditor;
   private _run: RunPanel;
   private _ptx: PtxPanel;

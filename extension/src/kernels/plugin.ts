@@ -98,13 +98,17 @@ export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
         }
         followed.add(context);
         const follow = (): void => {
+          if (context.isDisposed) {
+            return;
+          }
           const playgrounds = linkedTo(context.path);
           if (playgrounds.length) {
             const text = context.model.toString();
             playgrounds.forEach(playground => playground.followFile(text, context.model.dirty));
           }
         };
-        context.model.contentChanged.connect(follow);
+        // After the change is whole: the model marks itself dirty once its content signal is out.
+        context.model.contentChanged.connect(() => void Promise.resolve().then(follow));
         context.model.stateChanged.connect((_, change) => {
           if (change.name === 'dirty') {
             follow();
