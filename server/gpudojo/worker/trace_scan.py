@@ -362,6 +362,26 @@ def _value_end(b, p, n, scratch, stack):
             return INVALID
 
 
+@numba.njit(cache=True, inline="always")
+def _note_member(b, n, ka0, kan, a, ae, scratch, found):
+    """What the analysis reads of one args member (key b[ka0:ka0+kan], value b[a:ae]) into found:
+    correlation as an integer, where Input Dims' value is (see _args_end)."""
+    if kan == 11 and _eq(b, ka0, kan, (99, 111, 114, 114, 101, 108, 97, 116, 105, 111, 110)):
+        found[0] = -1
+        if b[a] == 45 or 48 <= b[a] <= 57:
+            _number(b, a, n, scratch)
+            if scratch[2] == 1.0:
+                if scratch[1] == 1.0:
+                    found[0] = np.int64(scratch[0])
+                else:
+                    found[3] = 1
+    elif kan == 10 and _eq(b, ka0, kan, (73, 110, 112, 117, 116, 32, 68, 105, 109, 115)):
+        if b[a] == 110 and ae - a == 4:
+            found[1], found[2] = -1, 0  # null: as if absent
+        else:
+            found[1], found[2] = a, ae - a
+
+
 @numba.njit(cache=True)
 def _args_end(b, p, n, scratch, stack, found):
     """The args object at b[p] ('{'): its end (or INCOMPLETE / INVALID), walking its members
@@ -393,20 +413,7 @@ def _args_end(b, p, n, scratch, stack, found):
         ae = _value_end(b, a, n, scratch, stack)
         if ae < 0:
             return ae
-        if kan == 11 and _eq(b, ka0, kan, (99, 111, 114, 114, 101, 108, 97, 116, 105, 111, 110)):
-            found[0] = -1
-            if b[a] == 45 or 48 <= b[a] <= 57:
-                _number(b, a, n, scratch)
-                if scratch[2] == 1.0:
-                    if scratch[1] == 1.0:
-                        found[0] = np.int64(scratch[0])
-                    else:
-                        found[3] = 1
-        elif kan == 10 and _eq(b, ka0, kan, (73, 110, 112, 117, 116, 32, 68, 105, 109, 115)):
-            if b[a] == 110 and ae - a == 4:
-                found[1], found[2] = -1, 0  # null: as if absent
-            else:
-                found[1], found[2] = a, ae - a
+        _note_member(b, n, ka0, kan, a, ae, scratch, found)
         a = _skip_ws(b, ae, n)
         if a >= n:
             return INCOMPLETE
@@ -568,20 +575,7 @@ def _args_min(b, p, n, scratch, stack, found, out, o):
         ae, o = _value_min(b, a, n, scratch, stack, out, o)
         if ae < 0:
             return ae, o
-        if kan == 11 and _eq(b, ka0, kan, (99, 111, 114, 114, 101, 108, 97, 116, 105, 111, 110)):
-            found[0] = -1
-            if b[a] == 45 or 48 <= b[a] <= 57:
-                _number(b, a, n, scratch)
-                if scratch[2] == 1.0:
-                    if scratch[1] == 1.0:
-                        found[0] = np.int64(scratch[0])
-                    else:
-                        found[3] = 1
-        elif kan == 10 and _eq(b, ka0, kan, (73, 110, 112, 117, 116, 32, 68, 105, 109, 115)):
-            if b[a] == 110 and ae - a == 4:
-                found[1], found[2] = -1, 0  # null: as if absent
-            else:
-                found[1], found[2] = a, ae - a
+        _note_member(b, n, ka0, kan, a, ae, scratch, found)
         a = _skip_ws(b, ae, n)
         if a >= n:
             return INCOMPLETE, o
