@@ -731,10 +731,11 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
 
 
 def _node(args: argparse.Namespace) -> int:
-    from .runs.node_join import JoinError, join
+    from .runs.node_join import WAIT_FOR_HOST_S, JoinError, join
 
+    wait_s = WAIT_FOR_HOST_S if args.wait is None else args.wait
     try:
-        return join(args.address, args.token, local_addr=args.local_addr)
+        return join(args.address, args.token, local_addr=args.local_addr, wait_s=wait_s)
     except JoinError as err:
         print(f"gpudojo node join: {err}", file=sys.stderr)
         return 2
@@ -772,6 +773,13 @@ def _add_run_parsers(sub: argparse._SubParsersAction) -> None:
     nj.add_argument("--token", required=True, help="the run's token (in the join command)")
     nj.add_argument(
         "--local-addr", help="this node's address as the others reach it (default: the one facing the host)"
+    )
+    nj.add_argument(
+        "--wait",
+        type=float,
+        metavar="SECONDS",
+        help="how long to keep trying a host whose relay is not listening yet, as while its run is queued "
+        "(default: 120, as long as a run waits for its nodes)",
     )
     nj.set_defaults(func=_node)
     runs = sub.add_parser("runs", help="Runs of labs and scripts (the server's too): list, show, cancel.")

@@ -13,8 +13,10 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -242,6 +244,57 @@ def test_the_relay_refuses_a_wrong_token_and_a_node_too_many(service, hosts):
     # The cancel reaches node 1 through the relay: its agent and workers stop.
     assert node.wait(30) != 0
     wait_until(lambda: not run_processes(run_id), 30)
+
+
+def _relay_later(delay_s: float, job: dict) -> tuple[str, threading.Thread]:
+    """A stand-in relay that starts listening ``delay_s`` after it is made, as node 0's does
+    while its run waits in the queue or makes its private network; it answers one hello."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    def serve() -> None:
+        time.sleep(delay_s)
+        with socket.create_server(("127.0.0.1", port)) as server:
+            conn, _ = server.accept()
+            with conn, conn.makefile("rb") as reader:
+                hello = json.loads(reader.readline())
+                assert hello["token"] == "t0ken"
+                conn.sendall(json.dumps({"job": job}).encode() + b"\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return f"127.0.0.1:{port}", thread
+
+
+def test_a_node_that_comes_before_the_relay_listens_waits_for_it():
+    """The join command is shown as soon as the run is made; pasted before node 0's relay is
+    up, the node keeps trying instead of failing with "connection refused" (it did on a loaded
+    machine, where node 0 made its private network more slowly than node 1 started)."""
+    address, relay = _relay_later(1.5, {"run_id": "r1"})
+    started = time.monotonic()
+    sock, _reader, job = connect(address, "t0ken", wait_s=30)
+    sock.close()
+    relay.join(5)
+    assert job == {"run_id": "r1"} and time.monotonic() - started >= 1.4
+
+
+def test_a_host_that_never_listens_is_given_up_on_after_the_wait_with_the_address_named():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"  # nothing listens there once it is closed
+    with pytest.raises(JoinError, match=f"cannot reach the host at {address}: Connection refused"):
+        connect(address, "t0ken")  # no wait: said at once
+    started = time.monotonic()
+    done = subprocess.run(
+        [GPUDOJO, "node", "join", address, "--token", "t0ken", "--wait", "1.5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and time.monotonic() - started >= 1.5
+    assert f"the host at {address} is not listening yet" in done.stdout
+    assert "tried for 1.5 s" in done.stderr and "waiting for its nodes" in done.stderr
 
 
 def test_a_script_runs_on_two_nodes_from_its_text(service, hosts, tmp_path):

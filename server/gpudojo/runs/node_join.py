@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,9 @@ from ..runfolder import METRIC_LINE_PREFIX
 from ..worker.private_net import LocalGate
 from .engines.nodes import node_env, torchrun_argv
 from .manifest import load_labs
+
+WAIT_FOR_HOST_S = 120.0  # as long as a run waits for its nodes by default (NodesWhere.join_timeout_s)
+RETRY_EVERY_S = 0.5
 
 
 class JoinError(RuntimeError):
@@ -53,15 +57,43 @@ def _entry(job: dict[str, Any], scratch: Path) -> Path:
     return path
 
 
-def _hello(address: str, doc: dict[str, Any], timeout: float) -> tuple[socket.socket, Any, dict[str, Any]]:
+def _reach(address: str, host: str, port: int, timeout: float, wait_s: float) -> socket.socket:
+    """A connection to the relay. A host that refuses or does not answer is tried again for
+    ``wait_s`` seconds: the join command is shown as the run starts, and node 0's relay may
+    not be listening yet (its private network comes first) when a learner pastes it."""
+    deadline = time.monotonic() + wait_s
+    said = False
+    while True:
+        try:
+            return socket.create_connection((host, port), timeout=timeout)
+        except (ConnectionRefusedError, TimeoutError) as err:
+            why = err.strerror or "no answer"
+            left = deadline - time.monotonic()
+            if left <= 0:
+                tried = f" (tried for {wait_s:g} s)" if wait_s > 0 else ""
+                raise JoinError(
+                    f"cannot reach the host at {address}: {why}{tried}. Is the run still waiting for its "
+                    "nodes, and does this machine reach that address and port?"
+                ) from err
+            if not said:
+                print(
+                    f"gpudojo: the host at {address} is not listening yet ({why}); trying again for up to {wait_s:g} s",
+                    flush=True,
+                )
+                said = True
+            time.sleep(min(RETRY_EVERY_S, max(left, 0.0)))
+        except OSError as err:
+            raise JoinError(f"cannot reach the host at {address}: {err.strerror or err}") from err
+
+
+def _hello(
+    address: str, doc: dict[str, Any], timeout: float, wait_s: float = 0.0
+) -> tuple[socket.socket, Any, dict[str, Any]]:
     """Say ``doc`` to the host's relay; the connection, its reader, and the answer."""
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise JoinError(f"{address!r} is not HOST:PORT (copy the join command from the run)")
-    try:
-        sock = socket.create_connection((host, int(port)), timeout=timeout)
-    except OSError as err:
-        raise JoinError(f"cannot reach the host at {address}: {err.strerror or err}") from err
+    sock = _reach(address, host, int(port), timeout, wait_s)
     try:
         sock.sendall(json.dumps({"hello": 1, "version": __version__, **doc}).encode() + b"\n")
         reader = sock.makefile("rb")
@@ -79,9 +111,12 @@ def _hello(address: str, doc: dict[str, Any], timeout: float) -> tuple[socket.so
     return sock, reader, answer
 
 
-def connect(address: str, token: str, timeout: float = 10.0) -> tuple[socket.socket, Any, dict[str, Any]]:
-    """Join the host's relay as a node; the connection, its reader, and the job."""
-    sock, reader, answer = _hello(address, {"token": token, "node": socket.gethostname()}, timeout)
+def connect(
+    address: str, token: str, timeout: float = 10.0, wait_s: float = 0.0
+) -> tuple[socket.socket, Any, dict[str, Any]]:
+    """Join the host's relay as a node; the connection, its reader, and the job. A host not
+    listening yet is tried again for ``wait_s`` seconds."""
+    sock, reader, answer = _hello(address, {"token": token, "node": socket.gethostname()}, timeout, wait_s)
     return sock, reader, answer["job"]
 
 
@@ -114,9 +149,16 @@ def _kill_tree(proc: subprocess.Popen) -> None:
             p.kill()
 
 
-def join(address: str, token: str, *, local_addr: str | None = None, python: str = sys.executable) -> int:
+def join(
+    address: str,
+    token: str,
+    *,
+    local_addr: str | None = None,
+    python: str = sys.executable,
+    wait_s: float = WAIT_FOR_HOST_S,
+) -> int:
     """Run this node's part of the job to its end; torchrun's exit code."""
-    sock, reader, job = connect(address, token)
+    sock, reader, job = connect(address, token, wait_s=wait_s)
     local = local_addr or sock.getsockname()[0]
     tunnel = LocalGate(0, lambda: _tunnel_or_oserror(address, token), lambda what: print(f"gpudojo: refused {what}"))
     send_lock = threading.Lock()
