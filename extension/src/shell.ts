@@ -1,11 +1,12 @@
 /**
  * Placing gpudojo's widgets in JupyterLab's shell: panels in the main area, found again when
  * open; "Open …" on files in the file browser (the command, its context-menu item and palette
- * entry); colours redrawn after a theme change.
+ * entry); a file's text as its editor shows it; colours redrawn after a theme change.
  */
 
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { ICommandPalette, IThemeManager, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import type { IDocumentManager } from '@jupyterlab/docmanager';
 import type { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import type { LabIcon } from '@jupyterlab/ui-components';
 import type { Widget } from '@lumino/widgets';
@@ -96,4 +97,22 @@ export function showTracked<T extends Widget>(
 /** Redraw what draws with theme colours after a theme change, once the new stylesheet applies. */
 export function followTheme(themeManager: IThemeManager | null, refresh: () => void): void {
   themeManager?.themeChanged.connect(() => requestAnimationFrame(refresh));
+}
+
+/**
+ * A file's text as the learner sees it: its open editor's (unsaved edits too, and whether
+ * there are any), else the saved file's.
+ */
+export async function readAsSeen(
+  app: JupyterFrontEnd,
+  docManager: IDocumentManager | null,
+  path: string
+): Promise<{ text: string; dirty: boolean }> {
+  const open = docManager?.findWidget(path) ?? null;
+  const context = open ? docManager?.contextForWidget(open) : undefined;
+  if (context) {
+    return { text: context.model.toString(), dirty: context.model.dirty };
+  }
+  const model = await app.serviceManager.contents.get(path, { content: true, format: 'text', type: 'file' });
+  return { text: String(model.content ?? ''), dirty: false };
 }

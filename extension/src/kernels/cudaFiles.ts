@@ -16,7 +16,7 @@ import type { ArchList } from '../api/types';
 import type { GpudojoClient } from '../api/client';
 import { gpudojoIcon } from '../icons';
 import { IGpudojoClient } from '../tokens';
-import { addOpenFileCommand } from '../shell';
+import { addOpenFileCommand, readAsSeen } from '../shell';
 import { KernelCommandIds } from './commands';
 import { FileCompileBar } from './fileCompileBar';
 import { CUDA_EXTENSIONS, CUDA_MIME, compilesAsItIsEdited, fileRunPreset, isCudaPath } from './fileFeedback';
@@ -68,21 +68,10 @@ export const cudaFilesPlugin: JupyterFrontEndPlugin<void> = {
       return archs;
     };
 
-    /** The file's text as the learner sees it: its editor's (unsaved edits too), else the saved file's. */
-    const readFile = async (path: string): Promise<string> => {
-      const open = docManager.findWidget(path);
-      const context = open ? docManager.contextForWidget(open) : undefined;
-      if (context) {
-        return context.model.toString();
-      }
-      const model = await app.serviceManager.contents.get(path, { content: true, format: 'text', type: 'file' });
-      return String(model.content ?? '');
-    };
-
     const openInPlayground = async (path: string): Promise<void> => {
       let source: string;
       try {
-        source = await readFile(path);
+        source = (await readAsSeen(app, docManager, path)).text;
       } catch (error) {
         void showErrorMessage('The file could not be opened in the Kernel Playground', (error as Error).message ?? error);
         return;

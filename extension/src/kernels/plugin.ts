@@ -13,7 +13,7 @@ import { ILauncher } from '@jupyterlab/launcher';
 import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import type { GpudojoClient } from '../api/client';
 import { gpudojoIcon } from '../icons';
-import { followTheme, showInMainArea } from '../shell';
+import { followTheme, readAsSeen, showInMainArea } from '../shell';
 import { IGpudojoClient } from '../tokens';
 import { KernelCommandIds, playgroundIdOf, readPlaygroundArgs } from './commands';
 import { Debouncer } from './latest';
@@ -67,15 +67,7 @@ export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
     };
 
     /** The linked file's text: its open editor's (unsaved edits too, and whether there are any), else the saved file's. */
-    const readLinked = async (path: string): Promise<{ text: string; dirty: boolean }> => {
-      const open = docManager?.findWidget(path) ?? null;
-      const context = open ? docManager?.contextForWidget(open) : undefined;
-      if (context) {
-        return { text: context.model.toString(), dirty: context.model.dirty };
-      }
-      const model = await app.serviceManager.contents.get(path, { content: true, format: 'text', type: 'file' });
-      return { text: String(model.content ?? ''), dirty: false };
-    };
+    const readLinked = (path: string): Promise<{ text: string; dirty: boolean }> => readAsSeen(app, docManager, path);
 
     /** Playgrounds linked to `path`. */
     const linkedTo = (path: string): KernelPlayground[] => {
