@@ -260,10 +260,15 @@ def test_cli_refuses_a_parameter_that_is_not_a_finite_number(tmp_path, value):
 
 
 def test_node_join_with_no_host_listening_says_so(tmp_path):
+    # --wait 0: at once (by default a node keeps trying for a while: test_nodes_engine tests the wait)
     done = subprocess.run(
-        [GPUDOJO, "node", "join", "127.0.0.1:9", "--token", "x"], capture_output=True, text=True, timeout=30
+        [GPUDOJO, "node", "join", "127.0.0.1:9", "--token", "x", "--wait", "0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
-    assert done.returncode == 2 and "cannot reach the host at 127.0.0.1:9" in done.stderr
+    assert done.returncode == 2 and "cannot reach the host at 127.0.0.1:9: Connection refused." in done.stderr
+    assert "not listening yet" not in done.stdout and "tried for" not in done.stderr
 
 
 async def test_an_artifact_swapped_for_a_link_or_grown_huge_is_refused(jp_fetch, jp_serverapp, tmp_path):
