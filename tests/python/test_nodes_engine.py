@@ -25,6 +25,7 @@ import psutil
 import pytest
 
 from gpudojo.errors import ServiceError
+from gpudojo.runs.engines.nodes import free_port
 from gpudojo.runs.models import LabRunRequest, NodesWhere, ScriptRunRequest, is_loopback
 from gpudojo.runs.node_join import JoinError, connect
 from gpudojo.runs.service import RunService
@@ -249,9 +250,7 @@ def test_the_relay_refuses_a_wrong_token_and_a_node_too_many(service, hosts):
 def _relay_later(delay_s: float, job: dict) -> tuple[str, threading.Thread]:
     """A stand-in relay that starts listening ``delay_s`` after it is made, as node 0's does
     while its run waits in the queue or makes its private network; it answers one hello."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port("127.0.0.1")
 
     def serve() -> None:
         time.sleep(delay_s)
@@ -280,9 +279,7 @@ def test_a_node_that_comes_before_the_relay_listens_waits_for_it():
 
 
 def test_a_host_that_never_listens_is_given_up_on_after_the_wait_with_the_address_named():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        address = f"127.0.0.1:{probe.getsockname()[1]}"  # nothing listens there once it is closed
+    address = f"127.0.0.1:{free_port('127.0.0.1')}"  # nothing listens there
     with pytest.raises(JoinError, match=f"cannot reach the host at {address}: Connection refused"):
         connect(address, "t0ken")  # no wait: said at once
     started = time.monotonic()

@@ -66,9 +66,6 @@ export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
       await app.serviceManager.contents.save(path, { type: 'file', format: 'text', content: text });
     };
 
-    /** The linked file's text: its open editor's (unsaved edits too, and whether there are any), else the saved file's. */
-    const readLinked = (path: string): Promise<{ text: string; dirty: boolean }> => readAsSeen(app, docManager, path);
-
     /** Playgrounds linked to `path`. */
     const linkedTo = (path: string): KernelPlayground[] => {
       const found: KernelPlayground[] = [];
@@ -110,7 +107,7 @@ export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
         context.disposed.connect(() => {
           const path = context.path;
           if (linkedTo(path).length) {
-            void readLinked(path)
+            void readAsSeen(app, docManager, path)
               .then(({ text, dirty }) => linkedTo(path).forEach(playground => playground.followFile(text, dirty)))
               .catch(() => undefined);
           }
@@ -150,7 +147,7 @@ export const kernelsPlugin: JupyterFrontEndPlugin<void> = {
           const file = parsed.file;
           if (file) {
             // What the file holds now: a restored playground's own edits then show as unsaved.
-            void readLinked(file)
+            void readAsSeen(app, docManager, file)
               .then(({ text, dirty }) => opened.content.setFileText(text, dirty))
               .catch(() => undefined);
           }

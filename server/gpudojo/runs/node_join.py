@@ -34,8 +34,10 @@ from ..runfolder import METRIC_LINE_PREFIX
 from ..worker.private_net import LocalGate
 from .engines.nodes import node_env, torchrun_argv
 from .manifest import load_labs
+from .models import NodesWhere
 
-WAIT_FOR_HOST_S = 120.0  # as long as a run waits for its nodes by default (NodesWhere.join_timeout_s)
+# As long as a run waits for its nodes by default.
+WAIT_FOR_HOST_S = float(NodesWhere.model_fields["join_timeout_s"].default)
 RETRY_EVERY_S = 0.5
 
 
