@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 
 from gpudojo.api.base import status_of
 from gpudojo.errors import ServiceError
-from gpudojo.runs.models import LabRunRequest, ScriptRunRequest, SweepSpec
+from gpudojo.runs.models import FINAL_STATUSES, LabRunRequest, ScriptRunRequest, SweepSpec
 from gpudojo.runs.procs import alive_of
 from gpudojo.runs.service import RunService
 
@@ -95,6 +96,31 @@ def test_crash_on_rank_one_is_the_root_cause(service):
     assert {c.id: c.ok for c in done.checks}["done"] is False
 
 
+def test_a_reader_never_sees_a_run_ended_without_its_cause_and_checks(service, monkeypatch):
+    """The run's cause is read from its ranks' files after the processes are reaped; while that
+    is read (made slow here), GET runs/<id> on another thread must see the run still going or
+    ended with its cause and checks, never "failed" with no cause (what CI once caught)."""
+    import gpudojo.runs.service as service_module
+
+    real = service_module.root_cause
+    reading = threading.Event()
+
+    def slow_root_cause(*args, **kwargs):
+        reading.set()
+        time.sleep(1.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(service_module, "root_cause", slow_root_cause)
+    (run,) = service.submit(lab(nproc=2, crash_rank=1))
+    deadline = time.monotonic() + 120
+    while (view := service.get(run.id)).status not in FINAL_STATUSES and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert reading.is_set(), "the cause was never read"
+    # The first view that says the run ended already has its cause and its checks.
+    assert view.status == "failed" and view.root_cause is not None and view.root_cause.rank == 1, view
+    assert {c.id: c.ok for c in view.checks}["done"] is False, view.checks
+
+
 def test_cancel_leaves_no_process_alive(service):
     (run,) = service.submit(lab(nproc=2, sleep_s=120))
     wait_for(lambda: len(service.store.pids(run.id)) >= 3)  # torchrun and its two workers
@@ -124,7 +150,7 @@ def test_server_restart_marks_a_killed_run_lost_and_kills_its_workers(tmp_path):
     program = textwrap.dedent(f"""
         import sys, time
         from pathlib import Path
-        from gpudojo.runs.models import LabRunRequest
+        from gpudojo.runs.models import FINAL_STATUSES, LabRunRequest
         from gpudojo.runs.service import RunService
         svc = RunService(Path({str(LABS)!r}), Path({str(data)!r}), Path({str(tmp_path)!r}))
         (run,) = svc.submit(LabRunRequest(lab="lab-test-ddp", params={{"nproc": 2, "sleep_s": 120}}))

@@ -38,6 +38,7 @@ from .manifest import Lab, ParamError, load_labs, script_args, validate_params
 from .models import (
     FINAL_STATUSES,
     Artifact,
+    CheckResult,
     EngineInfo,
     LabList,
     LabRunRequest,
@@ -500,17 +501,18 @@ class RunService:
             max_log_bytes=self.max_log_bytes,
             run_timeout_s=self.run_timeout_s,
             cancel_grace_s=self.cancel_grace_s,
-            on_metrics=lambda a: self._update_checks(a, finished=False),
+            on_metrics=self._update_checks,
             on_exit=self._exited,
         ).start()
 
     # --- how a run ended ------------------------------------------------------------------
 
-    def _update_checks(self, active: ActiveRun, finished: bool) -> None:
-        run = active.run
+    def _checks(self, active: ActiveRun, finished: bool, succeeded: bool) -> list[CheckResult] | None:
+        """The lab's checks on what the run has reported so far; None for a script."""
         if active.lab is None:
-            return
-        checks = evaluate(
+            return None
+        run = active.run
+        return evaluate(
             active.lab.manifest.checks,
             run.params,
             active.metrics,
@@ -518,43 +520,55 @@ class RunService:
             has_gpu=run.device_mode == "gpu",
             gpus=run.nproc if run.device_mode == "gpu" else 0,
             finished=finished,
-            succeeded=run.status == "succeeded",
+            succeeded=succeeded,
         )
-        if checks != run.checks:
-            run.checks = checks
-            if not finished:
-                self.store.save(run)
-                self.events.emit(run.id, StatusEvent, run=run)
+
+    def _update_checks(self, active: ActiveRun) -> None:
+        """While the run goes: its checks as its metrics come in."""
+        run = active.run
+        checks = self._checks(active, finished=False, succeeded=False)
+        if checks is not None and checks != run.checks:
+            with self._lock:
+                run.checks = checks
+            self.store.save(run)
+            self.events.emit(run.id, StatusEvent, run=run)
 
     def _exited(self, active: ActiveRun) -> None:
-        """The supervisor reaped the run's processes: decide its status, cause and checks."""
+        """The supervisor reaped the run's processes: decide its status, cause and checks, and
+        show them together. A reader (GET runs/<id>, on another thread) sees the run still going
+        or ended with its cause and checks, never ended without them while the cause is read."""
         run = active.run
         code = run.exit_code
         if active.cancel_reason == "timed_out":
-            run.status = "timed_out"
+            status = "timed_out"
         elif active.cancel_reason == "disk_full":
-            run.status = "failed"
+            status = "failed"
         elif active.cancel_reason:
-            run.status = "cancelled"
+            status = "cancelled"
         else:
-            run.status = "succeeded" if code == 0 else "failed"
+            status = "succeeded" if code == 0 else "failed"
+        cause = run.root_cause
         if active.cancel_reason == "disk_full":
-            run.root_cause = RootCause(
+            cause = RootCause(
                 exception=f"The run's output could not be saved ({active.disk_error}), so the run was stopped. "
                 "Free space on that disk, then start it again."
             )
-        elif run.status in ("failed", "timed_out") or (code and run.status != "cancelled"):
-            run.root_cause = self._root_cause(run, code, "\n".join(active.launcher_stderr))
-        self._update_checks(active, finished=True)
+        elif status in ("failed", "timed_out") or (code and status != "cancelled"):
+            cause = self._root_cause(run, status, code, "\n".join(active.launcher_stderr))
+        checks = self._checks(active, finished=True, succeeded=status == "succeeded")
+        with self._lock:
+            run.status, run.root_cause = status, cause
+            if checks is not None:
+                run.checks = checks
         self._finish_bookkeeping(active)
 
-    def _root_cause(self, run: Run, code: int | None, launcher_text: str) -> RootCause | None:
+    def _root_cause(self, run: Run, status: str, code: int | None, launcher_text: str) -> RootCause | None:
         state = read_engine_state(self.folder(run.id)) if run.engine != "local" else None
         if state and isinstance(state.get("root_cause"), dict):
             # The follower saw what the ranks could not: a node lost, a job ended by its scheduler.
             with contextlib.suppress(ValueError):
                 return RootCause.model_validate(state["root_cause"])
-        if run.status == "timed_out":
+        if status == "timed_out":
             # What the ranks said as they were stopped (torchrun's SignalException) is not the cause.
             rank = 0 if run.launcher == "python" else None
             return RootCause(rank=rank, exit_code=code, exception=f"stopped after {self.run_timeout_s:g} s (timeout)")

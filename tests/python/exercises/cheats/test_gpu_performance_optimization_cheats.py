@@ -14,9 +14,10 @@ must fail, saying why in the learner's terms.
 Two more start from the untouched starter, whose speed-up is about 1.0x:
 - made-up figures: train.py --json prints a throughput a thousand times the real one (what a
   learner prints is information; the check's driver measures);
-- the starter slowed down: train() leaves two busy-looping processes running in sessions of their
-  own, meant to be still running while the starter's next timed run is measured (starter and
-  learner take turns, each in a fresh sandbox, so nothing the learner starts outlives its turn).
+- the starter slowed down: train() leaves two processes running in sessions of their own, idle
+  until the learner's program ends and busy-looping after, meant to be still running while the
+  starter's next timed run is measured (starter and learner take turns, each in a fresh sandbox,
+  so nothing the learner starts outlives its turn).
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ FETCH_FIRST = """        ahead = next(batches, None)  # the next batch, fetched 
         if ahead is not None:
             xb, yb = ahead
 """
+# What the left processes run: idle while the learner's program lives (so the learner's own
+# timed run is not slowed), then a busy loop, meant for the starter's turn that comes next.
+LEFT_BEHIND = "import os, time\np = os.getppid()\nwhile os.getppid() == p:\n    time.sleep(0.05)\nwhile True: pass"
 SHORTCUTS = {
     "slowed-clock": Shortcut(
         (
@@ -123,9 +127,10 @@ SHORTCUTS = {
                 "    dev = pick_device(device)\n    t_start = time.perf_counter()\n",
                 "    import subprocess\n\n"
                 "    for _ in range(2):  # busy loops in sessions of their own, left running\n"
-                '        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)\n'
+                '        subprocess.Popen([sys.executable, "-c", LEFT_BEHIND], start_new_session=True)\n'
                 "    dev = pick_device(device)\n    t_start = time.perf_counter()\n",
             ),
+            ("import torch\n", f"import torch\n\nLEFT_BEHIND = {LEFT_BEHIND!r}\n"),
         ),
         fails="faster",
         says=("needs >= 2",),
