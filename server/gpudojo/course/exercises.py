@@ -283,6 +283,7 @@ class ExerciseService:
             with self._lock:
                 attempt.status = "error"
                 attempt.error = f"The checks could not run: {err}"
+                _finish(attempt)
         finally:
             with self._lock:
                 _finish(attempt)
@@ -433,10 +434,12 @@ class ExerciseService:
                     if r.outcome == "pending":
                         r.outcome, r.message = "failed", "Not checked: the checks could not run."
             else:
-                attempt.status = "done"
                 for r in attempt.results:
                     if r.outcome == "pending":
                         r.outcome, r.message = "failed", "No check ran for this requirement."
+            # In the same hold of the lock: a reader (the exercise's GET, another thread) never
+            # sees the attempt ended without its counts and verdict.
+            _finish(attempt)
 
     def _hidden(self, folder: Path, control: Path) -> list[Path]:
         """What learner programs must not see: the course content (this catalog's and the
@@ -548,7 +551,9 @@ def _merge(r: RequirementResult, rec: dict) -> None:
 
 
 def _finish(attempt: CheckAttempt) -> None:
-    attempt.finished_at = time.time()
+    """End ``attempt``: "done" unless it already ended in error, with its counts and verdict
+    (again, harmlessly, from the check thread's last step)."""
+    attempt.finished_at = attempt.finished_at or time.time()
     if attempt.status == "running":
         attempt.status = "done"
     applicable = [r for r in attempt.results if r.outcome != "skipped"]
