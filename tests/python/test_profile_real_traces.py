@@ -141,3 +141,31 @@ def test_rocm_trace_says_rocm_not_cuda(rocm: dict, control: dict) -> None:
     assert "GPU kernels (ROCm)" in rocm["mode"]["label"]
     assert "CUDA" not in json.dumps(rocm["mode"])
     assert "CUDA kernels" in control["mode"]["label"]
+
+
+def test_a_summary_is_served_the_same_cached_or_not_and_made_once_per_opened_analysis(tmp_path):
+    """GET profile/summary serves the analysis's own fields as written once per opened analysis
+    (validated then): the same fields, first call or cached, and nothing kept past the analysis."""
+    import gc
+    import shutil
+
+    from gpudojo.profile.models import ProfileSummary
+    from gpudojo.profile.service import PER_CALL, ProfileService
+
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copy(CONTROL, root / CONTROL.name)
+    shutil.copy(ROCM, root / ROCM.name)
+    service = ProfileService(tmp_path / "data", root, keep_open_bytes=1)  # one analysis open at a time
+    first = ProfileSummary.model_validate_json(service.summary_json("file:" + CONTROL.name))
+    again = ProfileSummary.model_validate_json(service.summary_json("file:" + CONTROL.name))
+    assert (first.cached, again.cached) == (False, True)
+    assert again.analysis_ms < first.analysis_ms
+    assert first.model_dump(exclude=set(PER_CALL)) == again.model_dump(exclude=set(PER_CALL))
+    assert first.trace == again.trace and first.trace.id == "file:" + CONTROL.name
+    assert len(first.steps) == 6  # the control trace's six profiler steps
+    assert len(service._bodies) == 1
+    other = service.summary("file:" + ROCM.name)  # opening it closes the first analysis
+    gc.collect()
+    assert other.mode != first.mode or other.kernels != first.kernels
+    assert len(service._bodies) == 1, "the closed analysis's served summary is still held"

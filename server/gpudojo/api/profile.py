@@ -55,7 +55,7 @@ class SummaryHandler(ProfileBase):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        self.write_model(await self.call(self.services.profile.summary, self.trace_arg()))
+        self.write_json_text(await self.call(self.services.profile.summary_json, self.trace_arg()))
 
 
 class AnalyzeTraceHandler(ProfileBase):
@@ -75,7 +75,7 @@ class AnalyzeTraceHandler(ProfileBase):
 
         body = self.parse_body(AnalyzeProfileRequest)
         await self.check_workspace_file(body.path)
-        self.write_model(await self.call(self.services.profile.analyze_path, body.path))
+        self.write_json_text(await self.call(self.services.profile.analyze_path_json, body.path))
 
 
 class ProfileProgressHandler(ProfileBase):
