@@ -335,3 +335,45 @@ def test_cancel_on_sigterm_of_the_host_follower_stops_node_0(service, hosts):
     assert done.status == "failed" and done.nodes[1].state in ("failed", "lost")
     assert node.wait(30) != 0
     wait_until(lambda: not run_processes(run_id), 30)
+
+
+def test_the_last_engine_state_is_read_when_the_follower_ends_even_in_the_same_clock_tick(tmp_path):
+    """Two writes of engine.json within one tick of the file system's clock have the same mtime:
+    the watch may skip the second, but the read after the follower exits takes it (how the run
+    ended: here node 1 failed, which the run once showed as still joined)."""
+    from types import SimpleNamespace
+
+    from gpudojo.runfolder import RunFolder
+    from gpudojo.runs.engines.base import write_engine_state
+    from gpudojo.runs.supervisor import Supervisor
+
+    folder = RunFolder(tmp_path / "run")
+    node = {"name": "vm (node 1)", "ranks": [2, 3], "detail": "10.0.0.2"}
+    write_engine_state(folder, {"nodes": [{**node, "state": "joined"}]})
+    watch = Supervisor.__new__(Supervisor)
+    watch.active = SimpleNamespace(
+        folder=folder,
+        engine_state_mtime=0.0,
+        run=SimpleNamespace(job_id=None, job_state=None, nodes=[], rendezvous=None),
+    )
+    assert watch.read_engine_state() and watch.active.run.nodes[0].state == "joined"
+    seen = folder.engine_state.stat().st_mtime_ns
+    write_engine_state(folder, {"nodes": [{**node, "state": "failed"}]})
+    os.utime(folder.engine_state, ns=(seen, seen))  # the same tick
+    assert not watch.read_engine_state()
+    assert watch.read_engine_state(final=True) and watch.active.run.nodes[0].state == "failed"
+
+
+def test_a_cancelled_host_shows_a_node_that_never_confirmed_it_stopped_as_ended():
+    from gpudojo.runfolder import RunFolder
+    from gpudojo.worker.nodes_host import Host, Node
+
+    host = Host(RunFolder("/nonexistent"), {"relay": "10.0.0.1:1"})
+    quiet, done = Node(1, "vm (node 1)", "10.0.0.2"), Node(2, "vm2 (node 2)", "10.0.0.3")
+    quiet.state, done.state, done.ended_at, done.exit_code = "joined", "succeeded", time.time(), 0
+    host.nodes += [quiet, done]
+    host.cancelled.set()
+    host.end_unconfirmed_nodes()
+    assert quiet.state == "failed" and quiet.ended_at is not None and "had not said how it ended" in quiet.detail
+    assert done.state == "succeeded" and "told to stop" not in done.detail
+    assert not host.remote_running()

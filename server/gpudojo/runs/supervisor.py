@@ -136,15 +136,17 @@ class Supervisor:
             with open(path, "a", encoding="utf-8") as f:
                 f.write(line.rstrip("\n") + "\n")
 
-    def read_engine_state(self) -> bool:
-        """Take the job id, state, nodes and rendezvous from engine.json when it changed."""
+    def read_engine_state(self, *, final: bool = False) -> bool:
+        """Take the job id, state, nodes and rendezvous from engine.json when it changed; with
+        ``final`` (the follower has exited) whatever it holds: two writes within one tick of the
+        file system's clock have the same mtime, and the follower's last is how the run ended."""
         active = self.active
         path = active.folder.engine_state
         try:
             mtime = path.stat().st_mtime_ns
         except OSError:
             return False
-        if mtime == active.engine_state_mtime:
+        if mtime == active.engine_state_mtime and not final:
             return False
         active.engine_state_mtime = mtime
         doc = read_engine_state(active.folder)
@@ -257,7 +259,7 @@ class Supervisor:
             launcher_log.close()
         self.read_metrics()
         if run.engine != "local":
-            self.read_engine_state()
+            self.read_engine_state(final=True)
         run.exit_code = proc.returncode
         run.ended_at = time.time()
         self.on_exit(active)

@@ -66,6 +66,8 @@ MAX_ERROR_NOTES = 5
 HELLO_TIMEOUT_S = 10.0
 # How long the host waits, once node 0 ended, for the other nodes to report how they ended.
 NODES_GRACE_S = 30.0
+# How long a cancelled host waits for the other nodes to confirm that they stopped.
+NODES_STOP_S = 2.0
 # Errors a rank raises because another rank died first: never the root cause when a first
 # failure is known.
 SECONDARY = re.compile(
@@ -296,6 +298,15 @@ class Host:
             with contextlib.suppress(OSError):
                 conn.sendall(b'{"cancel": true}\n')
 
+    def end_unconfirmed_nodes(self) -> None:
+        """The nodes told to stop that have not said how they ended, as failed (cancelled)."""
+        with self.lock:
+            for node in self.nodes[1:]:
+                if node.ended_at is None:
+                    node.ended_at = time.time()
+                    node.state = "failed"
+                    node.detail = f"{node.detail}; told to stop, it had not said how it ended when the run did"
+
     def remote_running(self) -> bool:
         with self.lock:
             return any(n.index > 0 and n.ended_at is None for n in self.nodes)
@@ -467,6 +478,14 @@ def main(argv: list[str] | None = None) -> int:
     while host.remote_running() and time.monotonic() < deadline and not host.cancelled.is_set():
         time.sleep(0.1)
     host.cancel_nodes()
+    if host.cancelled.is_set():
+        # Told to stop: give the other nodes a moment to say how they ended (a follower sent
+        # SIGTERM by a cancel has the run's cancel grace in all), then show any that did not
+        # as ended, never as still joined in a run that has ended.
+        deadline = time.monotonic() + NODES_STOP_S
+        while host.remote_running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        host.end_unconfirmed_nodes()
     with host.lock:
         if host.rendezvous_state in ("waiting", "complete"):
             host.rendezvous_state = "closed" if host.rendezvous_state == "complete" else "timed_out"
