@@ -22,6 +22,7 @@ Importing this module is cheap: the service process never loads what the analyse
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -32,7 +33,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Generic, TypeVar
@@ -305,23 +306,47 @@ class AnalysedFiles(Generic[L]):
             if key in self._open:
                 self._open.move_to_end(key)
                 return self._open[key][0], True
+        with self._one_analysis(key):
+            with self._lock:
+                if key in self._open:  # opened by the caller this one waited for
+                    self._open.move_to_end(key)
+                    return self._open[key][0], True
+            folder, cached = self._on_disk(paths, key, request)
+            opened = self.open_cached(folder)
+            self._keep(key, opened, held_bytes(opened))
+        return opened, cached
+
+    def analysed(self, file_id: str, request: Callable[[list[Path], Path], dict[str, Any]]) -> tuple[Path, bool]:
+        """The folder of an id's analysis (analysed now if needed) and whether it was there
+        already, without opening the analysis in this process: for a one-shot reader of its
+        summary (the CLI), which needs no timeline index."""
+        paths = self.resolve(file_id)
+        key = self.key(paths)
+        with self._one_analysis(key):
+            return self._on_disk(paths, key, request)
+
+    def _on_disk(
+        self, paths: list[Path], key: str, request: Callable[[list[Path], Path], dict[str, Any]]
+    ) -> tuple[Path, bool]:
+        refused = self._refused.get(key)
+        if refused is not None:
+            raise refused
+        folder = self.cache_dir / key
+        cached = (folder / "summary.json").is_file()
+        if not cached:
+            self._analyse(paths, folder, key, request(paths, folder))
+        return folder, cached
+
+    @contextlib.contextmanager
+    def _one_analysis(self, key: str) -> Iterator[None]:
+        """Held while ``key`` is analysed or opened: one analysis per file at a time, and the
+        callers that wait for it get its result."""
+        with self._lock:
             lock, users = self._locks.get(key, (threading.Lock(), 0))
             self._locks[key] = (lock, users + 1)
         try:
-            with lock:  # one analysis per file at a time; others wait for its result
-                with self._lock:
-                    if key in self._open:  # opened by the caller this one waited for
-                        self._open.move_to_end(key)
-                        return self._open[key][0], True
-                refused = self._refused.get(key)
-                if refused is not None:
-                    raise refused
-                folder = self.cache_dir / key
-                cached = (folder / "summary.json").is_file()
-                if not cached:
-                    self._analyse(paths, folder, key, request(paths, folder))
-                opened = self.open_cached(folder)
-                self._keep(key, opened, held_bytes(opened))
+            with lock:
+                yield
         finally:
             with self._lock:
                 lock, users = self._locks[key]
@@ -329,7 +354,6 @@ class AnalysedFiles(Generic[L]):
                     self._locks[key] = (lock, users - 1)
                 else:
                     del self._locks[key]
-        return opened, cached
 
     def _keep(self, key: str, opened: L, nbytes: int) -> None:
         """Open ``opened`` for queries, closing the least recently used analyses past the count

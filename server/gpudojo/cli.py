@@ -540,7 +540,9 @@ def _profile(args: argparse.Namespace) -> int:
     service = ProfileService(Settings(data_dir=args.data_dir or "").data_path, Path("/"))
     command = f"profile {args.profile_command}"
     if args.profile_command == "summary":
-        return _answer(command, service, lambda: service.summary(trace_id_for(args.trace)), render_text, args.json)
+        return _answer(
+            command, service, lambda: service.summary_alone(trace_id_for(args.trace)), render_text, args.json
+        )
     return _answer(
         command,
         service,

@@ -169,3 +169,25 @@ def test_a_summary_is_served_the_same_cached_or_not_and_made_once_per_opened_ana
     gc.collect()
     assert other.mode != first.mode or other.kernels != first.kernels
     assert len(service._bodies) == 1, "the closed analysis's served summary is still held"
+
+
+def test_the_clis_summary_alone_is_the_served_summary_without_opening_the_analysis(tmp_path):
+    """`gpudojo profile summary` reads the analysis's summary from its folder: the same fields
+    as the server serves, with no events loaded and no timeline index built in its process."""
+    import shutil
+
+    from gpudojo.profile.service import PER_CALL, ProfileService
+
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copy(CONTROL, root / CONTROL.name)
+    trace_id = "file:" + CONTROL.name
+    service = ProfileService(tmp_path / "data", root)
+    alone = service.summary_alone(trace_id)
+    assert not alone.cached and service.files.kept() == (0, 0)
+    again = service.summary_alone(trace_id)
+    assert again.cached and service.files.kept() == (0, 0)
+    served = service.summary(trace_id)  # the server's path opens it
+    assert served.cached and service.files.kept()[0] == 1
+    assert alone.model_dump(exclude=set(PER_CALL)) == served.model_dump(exclude=set(PER_CALL))
+    assert alone.trace == served.trace

@@ -124,15 +124,13 @@ class ProfileService:
 
     # --- analysis -------------------------------------------------------------------------
 
+    def _request(self, paths: list[Path], folder: Path) -> dict:
+        """The analysis worker's request for ``paths``, written to ``folder``."""
+        sources = [str(p) for p in paths]
+        return {"sources": sources, "folder": str(folder), "max_inflated_bytes": self.max_inflated_bytes}
+
     def _ensure(self, trace_id: str) -> tuple[Loaded, bool]:
-        return self.files.ensure(
-            trace_id,
-            lambda paths, folder: {
-                "sources": [str(p) for p in paths],
-                "folder": str(folder),
-                "max_inflated_bytes": self.max_inflated_bytes,
-            },
-        )
+        return self.files.ensure(trace_id, self._request)
 
     def summary_json(self, trace_id: str) -> str:
         """ProfileSummary as JSON text. The analysis's own fields (the steps alone are 23,000
@@ -154,6 +152,15 @@ class ProfileService:
 
     def summary(self, trace_id: str) -> ProfileSummary:
         return ProfileSummary.model_validate_json(self.summary_json(trace_id))
+
+    def summary_alone(self, trace_id: str) -> ProfileSummary:
+        """The summary read from the analysis's folder, the analysis itself not opened (no
+        events loaded, no timeline index built): what a one-shot reader such as the CLI needs."""
+        t0 = time.perf_counter()
+        folder, cached = self.files.analysed(trace_id, self._request)
+        s = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+        ms = (time.perf_counter() - t0) * 1000 if cached else float(s["analysis_ms"])
+        return ProfileSummary.model_validate({**s, "trace": self.trace(trace_id), "cached": cached, "analysis_ms": ms})
 
     def analyze_path_json(self, path: str) -> str:
         return self.summary_json("file:" + path)
