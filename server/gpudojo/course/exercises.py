@@ -286,7 +286,8 @@ class ExerciseService:
                 _finish(attempt)
         finally:
             with self._lock:
-                _finish(attempt)
+                if attempt.finished_at is None:  # ended by neither branch (interrupted)
+                    _finish(attempt)
             try:
                 if running.record:
                     self.store.record_check(running.user, attempt)
@@ -551,9 +552,8 @@ def _merge(r: RequirementResult, rec: dict) -> None:
 
 
 def _finish(attempt: CheckAttempt) -> None:
-    """End ``attempt``: "done" unless it already ended in error, with its counts and verdict
-    (again, harmlessly, from the check thread's last step)."""
-    attempt.finished_at = attempt.finished_at or time.time()
+    """End ``attempt``: "done" unless it already ended in error, with its counts and verdict."""
+    attempt.finished_at = time.time()
     if attempt.status == "running":
         attempt.status = "done"
     applicable = [r for r in attempt.results if r.outcome != "skipped"]

@@ -132,22 +132,27 @@ class ProfileService:
     def _ensure(self, trace_id: str) -> tuple[Loaded, bool]:
         return self.files.ensure(trace_id, self._request)
 
+    def _call_fields(self, trace_id: str, cached: bool, t0: float, analysis_ms: float) -> dict:
+        """ProfileSummary's PER_CALL fields: the trace, whether the analysis was cached, and
+        what this call took (cached) or the analysis took (made now)."""
+        ms = (time.perf_counter() - t0) * 1000 if cached else float(analysis_ms)
+        return {"trace": self.trace(trace_id), "cached": cached, "analysis_ms": ms}
+
     def summary_json(self, trace_id: str) -> str:
         """ProfileSummary as JSON text. The analysis's own fields (the steps alone are 23,000
         objects in a 10M-event trace) are validated and written once per opened analysis; each
-        call adds only the trace, whether the analysis was cached and what this call took."""
+        call adds only its PER_CALL fields."""
         t0 = time.perf_counter()
         loaded, cached = self._ensure(trace_id)
-        trace = self.trace(trace_id)
         with self._bodies_lock:
             body = self._bodies.get(loaded)
         if body is None:
-            full = ProfileSummary.model_validate({**loaded.summary, "trace": trace, "cached": cached})
+            full = ProfileSummary.model_validate({**loaded.summary, "trace": self.trace(trace_id), "cached": cached})
             body = full.model_dump_json(exclude=set(PER_CALL))
             with self._bodies_lock:
                 self._bodies[loaded] = body
-        ms = (time.perf_counter() - t0) * 1000 if cached else float(loaded.summary["analysis_ms"])
-        head = json.dumps({"trace": trace.model_dump(mode="json"), "cached": cached, "analysis_ms": ms})
+        call = self._call_fields(trace_id, cached, t0, loaded.summary["analysis_ms"])
+        head = json.dumps({**call, "trace": call["trace"].model_dump(mode="json")})
         return head[:-1] + "," + body[1:]
 
     def summary(self, trace_id: str) -> ProfileSummary:
@@ -159,14 +164,10 @@ class ProfileService:
         t0 = time.perf_counter()
         folder, cached = self.files.analysed(trace_id, self._request)
         s = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-        ms = (time.perf_counter() - t0) * 1000 if cached else float(s["analysis_ms"])
-        return ProfileSummary.model_validate({**s, "trace": self.trace(trace_id), "cached": cached, "analysis_ms": ms})
+        return ProfileSummary.model_validate({**s, **self._call_fields(trace_id, cached, t0, s["analysis_ms"])})
 
     def analyze_path_json(self, path: str) -> str:
         return self.summary_json("file:" + path)
-
-    def analyze_path(self, path: str) -> ProfileSummary:
-        return self.summary("file:" + path)
 
     def progress(self, trace_id: str) -> ProfileProgress:
         p = self.files.progress(trace_id)

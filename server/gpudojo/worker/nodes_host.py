@@ -307,6 +307,15 @@ class Host:
                     node.state = "failed"
                     node.detail = f"{node.detail}; told to stop, it had not said how it ended when the run did"
 
+    def wait_for_remote_ends(self, seconds: float, *, unless_cancelled: bool = False) -> None:
+        """Wait up to ``seconds`` for every other node to say how it ended (less if the run is
+        cancelled meanwhile, with ``unless_cancelled``)."""
+        deadline = time.monotonic() + seconds
+        while self.remote_running() and time.monotonic() < deadline:
+            if unless_cancelled and self.cancelled.is_set():
+                return
+            time.sleep(0.05)
+
     def remote_running(self) -> bool:
         with self.lock:
             return any(n.index > 0 and n.ended_at is None for n in self.nodes)
@@ -474,17 +483,13 @@ def main(argv: list[str] | None = None) -> int:
         host.nodes[0].exit_code = code
     # The other nodes end on their own (the job finished, or a rank died and they noticed);
     # give them time to say how, then stop whatever is left.
-    deadline = time.monotonic() + NODES_GRACE_S
-    while host.remote_running() and time.monotonic() < deadline and not host.cancelled.is_set():
-        time.sleep(0.1)
+    host.wait_for_remote_ends(NODES_GRACE_S, unless_cancelled=True)
     host.cancel_nodes()
     if host.cancelled.is_set():
         # Told to stop: give the other nodes a moment to say how they ended (a follower sent
         # SIGTERM by a cancel has the run's cancel grace in all), then show any that did not
         # as ended, never as still joined in a run that has ended.
-        deadline = time.monotonic() + NODES_STOP_S
-        while host.remote_running() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        host.wait_for_remote_ends(NODES_STOP_S)
         host.end_unconfirmed_nodes()
     with host.lock:
         if host.rendezvous_state in ("waiting", "complete"):
