@@ -308,21 +308,62 @@ def test_close_kills_every_run(tmp_path):
         reopened.close()
 
 
-def test_root_cause_prefers_torchruns_verdict_and_self_inflicted_failures(tmp_path):
+def write_rank_error(attempt: Path, rank: int, message: str, written_at: float) -> None:
+    """A rank's error.json as torchrun's @record writes it, with the file's time set."""
+    import os
+
+    (attempt / str(rank)).mkdir(parents=True, exist_ok=True)
+    doc = {"message": {"message": message, "extraInfo": {"py_callstack": "Traceback ...", "timestamp": "100"}}}
+    error_file = attempt / str(rank) / "error.json"
+    error_file.write_text(json.dumps(doc))
+    os.utime(error_file, (written_at, written_at))
+
+
+def summary(verdict: tuple[int, int], *failures: tuple[int, int]) -> str:
+    """torchrun's failure summary: other failures, then "Root Cause" naming (rank, exit code)."""
+    block = lambda rank, code: f"  rank      : {rank} (local_rank: {rank})\n  exitcode  : {code} (pid: 5)\n"  # noqa: E731
+    return "".join(f"Failures:\n[1]:\n{block(*f)}" for f in failures) + (
+        f"Root Cause (first observed failure):\n[0]:\n{block(*verdict)}"
+    )
+
+
+GLOO_LOST = (
+    "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by "
+    "peer [127.0.0.1]:31133. This is typically caused by a remote worker crashing."
+)
+
+
+def test_root_cause_is_the_rank_that_failed_by_itself_not_the_peer_that_lost_it(tmp_path):
     from gpudojo.runs.rootcause import root_cause
 
     attempt = tmp_path / "none_x" / "attempt_0"
-    for rank, message in ((0, "RuntimeError: Connection closed by peer"), (1, "RuntimeError: the real bug")):
-        (attempt / str(rank)).mkdir(parents=True)
-        doc = {"message": {"message": message, "extraInfo": {"py_callstack": "Traceback ...", "timestamp": "100"}}}
-        (attempt / str(rank) / "error.json").write_text(json.dumps(doc))
-    failures = "Failures:\n[1]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : -15 (pid: 5)\n"
-    verdict = "Root Cause (first observed failure):\n[0]:\n  rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 6)\n"
-    cause = root_cause(tmp_path, failures + verdict, 1)
-    assert (cause.rank, cause.exit_code, cause.exception) == (1, 1, "RuntimeError: the real bug")
-    assert [o["rank"] for o in cause.others] == [0] and cause.others[0]["exit_code"] == -15
-    # Without the verdict, the rank that exited by itself wins over the one a signal stopped.
-    assert root_cause(tmp_path, failures + "  rank      : 1\n  exitcode  : 1\n", 1).rank == 1
+    write_rank_error(attempt, 1, "RuntimeError: the real bug", 1000.0)
+    write_rank_error(attempt, 0, GLOO_LOST, 1000.4)
+    # What CI saw: rank 1 slow to exit after its error, rank 0 aborted on the lost connection
+    # first, and torchrun (whole-second timestamps, lowest rank on a tie) named rank 0.
+    cause = root_cause(tmp_path, summary((0, -6), (1, -15)), 1)
+    assert (cause.rank, cause.exit_code, cause.exception) == (1, -15, "RuntimeError: the real bug")
+    assert [(o["rank"], o["exit_code"]) for o in cause.others] == [(0, -6)]
+    # The usual order: rank 1 exits 1 and torchrun stops rank 0.
+    assert root_cause(tmp_path, summary((1, 1), (0, -15)), 1).rank == 1
+    # A peer that lost its connection and exited 1 by itself is still not the cause.
+    assert root_cause(tmp_path, summary((0, 1), (1, -15)), 1).rank == 1
+    # Without a summary at all.
+    assert root_cause(tmp_path, "", 1).rank == 1
+
+
+def test_root_cause_between_two_real_errors_is_the_one_written_first(tmp_path):
+    from gpudojo.runs.rootcause import root_cause
+
+    attempt = tmp_path / "none_x" / "attempt_0"
+    write_rank_error(attempt, 0, "ValueError: rank 0's own bug", 1000.7)
+    write_rank_error(attempt, 1, "KeyError: rank 1's own bug", 1000.2)
+    # Both in the same whole second: torchrun names the lowest rank, the files say rank 1 was first.
+    assert root_cause(tmp_path, summary((0, 1), (1, 1)), 1).rank == 1
+    # When only peers that lost each other are there, the same order decides.
+    write_rank_error(attempt, 0, GLOO_LOST, 1000.7)
+    write_rank_error(attempt, 1, "RuntimeError: Connection reset by peer", 1000.2)
+    assert root_cause(tmp_path, summary((0, -6), (1, -6)), 1).rank == 1
 
 
 def test_more_ranks_than_gpus_is_refused_naming_nproc(service):

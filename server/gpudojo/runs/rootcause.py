@@ -17,6 +17,14 @@ from .models import RootCause
 _SUMMARY_RANK = re.compile(r"rank\s*:\s*(\d+)")
 _SUMMARY_EXIT = re.compile(r"exitcode\s*:\s*(-?\d+)")
 _TRACEBACK = "Traceback (most recent call last):"
+# What a rank says when it failed because a peer went away or stopped answering: a symptom of
+# another rank's failure, never the first failure while a rank that failed by itself is there.
+_PEER_LOST = re.compile(
+    r"Connection closed by peer|Connection reset by peer|Broken pipe|remote worker crashing"
+    r"|NCCL communicator was aborted|ncclRemoteError|remote process exited|DistNetworkError"
+    r"|Watchdog caught collective operation timeout",
+    re.IGNORECASE,
+)
 
 
 def exit_words(code: int | None) -> str:
@@ -112,14 +120,18 @@ def root_cause(log_dir: Path, launcher_log: str, exit_code: int | None) -> RootC
             exception=found[0] if found else f"torchrun {exit_words(exit_code)}",
             traceback=found[1] if found else "",
         )
-    # torchrun's own verdict first; else a rank that failed by itself (exit code > 0) before
-    # ranks it killed (negative: a signal) after the failure; then the earliest, the lowest.
+    # A rank that failed by itself before ranks that only lost a peer; then the order the
+    # errors were written in (the files' own times, to the nanosecond). torchrun's verdict ("first
+    # observed failure") comes after: it compares error.json's whole-second timestamps and takes
+    # the lowest rank on a tie, so a peer that lost rank 1 in the same second is named instead
+    # (seen on CI: rank 0's "Connection closed by peer", while rank 1 raised the real error).
     named = summary_root_rank(launcher_log)
     errors.sort(
         key=lambda e: (
+            bool(_PEER_LOST.search(e["exception"])),
+            e["timestamp"] or float("inf"),
             e["rank"] != named,
             not (codes.get(e["rank"]) or 0) > 0,
-            e["timestamp"] or float("inf"),
             e["rank"],
         )
     )
