@@ -1,12 +1,16 @@
-"""The deployment files docs/deploy.md hands an instructor, checked offline: every key of the Zero
-to JupyterHub values that configures a Python class is a configurable trait of that class (the
-chart's own values.schema.json is not published on PyPI or npm, the registries reachable here)."""
+"""The deployment files docs/deploy.md hands an instructor, checked offline: the Zero to JupyterHub
+values against the chart's values schema (an extract of the newest form this project can read,
+tests/data/z2jh/values.schema.extract.yaml, which says which), and every key of them that
+configures a Python class against that class's configurable traits."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
+import pytest
 import yaml
+from jsonschema import Draft7Validator
 from jupyterhub.app import JupyterHub
 from jupyterhub.auth import Authenticator
 from kubespawner import KubeSpawner
@@ -14,6 +18,9 @@ from oauthenticator.github import GitHubOAuthenticator
 
 DEPLOY = Path(__file__).resolve().parents[2] / "docs" / "deploy"
 VALUES = yaml.safe_load((DEPLOY / "z2jh-values.yaml").read_text(encoding="utf-8"))
+SCHEMA = yaml.safe_load(
+    (Path(__file__).resolve().parents[1] / "data" / "z2jh" / "values.schema.extract.yaml").read_text(encoding="utf-8")
+)
 CLASSES = {"JupyterHub": JupyterHub, "Authenticator": Authenticator, "GitHubOAuthenticator": GitHubOAuthenticator}
 
 
@@ -45,3 +52,42 @@ def test_progress_and_runs_live_on_the_learners_volume():
     # gpudojo's data dir is ~/.local/share/jupyter/gpudojo: under the persistent home mount.
     assert single["storage"]["type"] == "dynamic" and single["storage"]["homeMountPath"] == "/home/jovyan"
     assert single["defaultUrl"] == "/lab"
+
+
+def schema_errors(values: dict) -> list[str]:
+    Draft7Validator.check_schema(SCHEMA)
+    errors = Draft7Validator(SCHEMA).iter_errors(values)
+    return sorted(f"{'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in errors)
+
+
+def test_the_values_pass_the_charts_values_schema():
+    assert schema_errors(VALUES) == []
+
+
+def _set(path: str, value):
+    """The values with one key set (a dotted path), as a typo or a wrong type would."""
+    values = copy.deepcopy(VALUES)
+    *parents, last = path.split(".")
+    node = values
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    return values
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "said"),
+    [
+        ("singleuser.profilelist", [], "'profilelist' was unexpected"),
+        ("singleuser.storage.homeMountpath", "/home/jovyan", "'homeMountpath' was unexpected"),
+        ("singleuser.storage.type", "pvc", "'pvc' is not one of"),
+        ("singleuser.cpu.limit", "8 cores", "is not of type"),
+        ("proxy.https.letsencrypt.email", "a@b.c", "'email' was unexpected"),
+        ("cull.timeout", "1h", "is not of type"),
+        ("hub.extra_config", {}, "'extra_config' was unexpected"),
+        ("singleuser_image", {}, "'singleuser_image' was unexpected"),
+    ],
+)
+def test_the_schema_check_refuses_a_misspelt_key_or_a_wrong_type(path, value, said):
+    errors = schema_errors(_set(path, value))
+    assert len(errors) == 1 and said in errors[0], errors
