@@ -57,25 +57,34 @@ WHY = {
 }
 
 MAX_DEPTH = 256
+# The automaton's helpers are handed the buffers and tables and allocate nothing, so they are
+# compiled without numba's runtime reference counting. With it, every call that passes arrays
+# increments and decrements each array's count with an atomic instruction on the way in and out
+# (numba's refcount pruning cannot remove them across the scanner's branches: numba/numba#2350),
+# a pair per array per call and several calls per event: 45% of the samples of a 1M-event scan
+# on the Intel Xeon of bench/RESULTS.md (issue 27), where an atomic is dear. `scan` allocates its
+# scratch arrays, so it keeps the runtime.
+_no_refcounts = numba.njit(cache=True, _nrt=False)
+
 POW10 = np.array([10.0**k for k in range(23)])
 PYTHON_FUNCTION = (112, 121, 116, 104, 111, 110, 95, 102, 117, 110, 99, 116, 105, 111, 110)
 INCOMPLETE = -1
 INVALID = -2
 
 
-@numba.njit(cache=True, inline="always")
+@_no_refcounts
 def _ws(c):
     return c == 32 or c == 10 or c == 13 or c == 9
 
 
-@numba.njit(cache=True, inline="always")
+@_no_refcounts
 def _skip_ws(b, p, n):
     while p < n and _ws(b[p]):
         p += 1
     return p
 
 
-@numba.njit(cache=True, inline="always")
+@_no_refcounts
 def _string_end(b, p, n):
     """b[p] is '"': the position after the closing quote, INCOMPLETE or INVALID (control
     character, bad escape, bad UTF-8)."""
@@ -136,7 +145,7 @@ def _string_end(b, p, n):
     return INCOMPLETE
 
 
-@numba.njit(cache=True)
+@_no_refcounts
 def _number(b, p, n, out):
     """A JSON number at b[p]: its end, or INCOMPLETE / INVALID. out[0] = the value where the
     fast exact conversion holds (a mantissa under 2**53 and a power of ten up to 1e22: one
@@ -219,7 +228,7 @@ def _number(b, p, n, out):
     return INVALID
 
 
-@numba.njit(cache=True)
+@_no_refcounts
 def _number_end(b, p, n):
     """_number's end (or INCOMPLETE / INVALID) without its value: the same checks, for the
     numbers whose value nothing reads (inside args, the metadata, pid and tid)."""
@@ -260,7 +269,7 @@ def _number_end(b, p, n):
     return p
 
 
-@numba.njit(cache=True)
+@_no_refcounts
 def _literal(b, p, n):
     """true, false or null at b[p]."""
     c = b[p]
@@ -277,7 +286,7 @@ def _literal(b, p, n):
     return p + k if ok else INVALID
 
 
-@numba.njit(cache=True)
+@_no_refcounts
 def _value_end(b, p, n, scratch, stack):
     """Any JSON value at b[p] (whitespace skipped before it is the caller's): its end, with
     full validation; INCOMPLETE or INVALID. Containers are followed with an explicit stack."""
@@ -362,7 +371,7 @@ def _value_end(b, p, n, scratch, stack):
             return INVALID
 
 
-@numba.njit(cache=True, inline="always")
+@_no_refcounts
 def _note_member(b, n, ka0, kan, a, ae, scratch, found):
     """What the analysis reads of one args member (key b[ka0:ka0+kan], value b[a:ae]) into found:
     correlation as an integer, where Input Dims' value is (see _args_end)."""
@@ -382,7 +391,7 @@ def _note_member(b, n, ka0, kan, a, ae, scratch, found):
             found[1], found[2] = a, ae - a
 
 
-@numba.njit(cache=True)
+@_no_refcounts
 def _args_end(b, p, n, scratch, stack, found):
     """The args object at b[p] ('{'): its end (or INCOMPLETE / INVALID), walking its members
     once; found = [correlation (-1: none, or not an integer), Input Dims' start (-1: none or
@@ -426,7 +435,7 @@ def _args_end(b, p, n, scratch, stack, found):
             return INCOMPLETE
 
 
-@numba.njit(cache=True, inline="always")
+@_no_refcounts
 def _copy(b, a, k, out, o):
     """b[a:a+k] into out[o:]; the new end."""
     for j in range(k):
@@ -434,7 +443,7 @@ def _copy(b, a, k, out, o):
     return o + k
 
 
-@numba.njit(cache=True)
+@_no_refcounts
 def _value_min(b, p, n, scratch, stack, out, o):
     """_value_end that also copies the value into out[o:] without the whitespace outside its
     strings, in the same walk: (its end or INCOMPLETE / INVALID, the new end in out)."""
@@ -538,7 +547,7 @@ def _value_min(b, p, n, scratch, stack, out, o):
             return INVALID, o
 
 
-@numba.njit(cache=True)
+@_no_refcounts
 def _args_min(b, p, n, scratch, stack, found, out, o):
     """_args_end that also copies the object into out[o:] minified (as _minify writes it), in
     the same walk: (its end or INCOMPLETE / INVALID, the new end in out). The caller has made
@@ -591,7 +600,7 @@ def _args_min(b, p, n, scratch, stack, found, out, o):
             return INCOMPLETE, o
 
 
-@numba.njit(cache=True)
+@_no_refcounts
 def _has_escape(b, p, k):
     for j in range(p, p + k):  # noqa: SIM110 (numba compiles no generator into any())
         if b[j] == 92:
@@ -599,7 +608,7 @@ def _has_escape(b, p, k):
     return False
 
 
-@numba.njit(cache=True, inline="always")
+@_no_refcounts
 def _eq(b, p, n, word):
     """Whether b[p:p+n] holds ``word`` (a tuple of byte values)."""
     if n != len(word):
@@ -610,7 +619,7 @@ def _eq(b, p, n, word):
     return True
 
 
-@numba.njit(cache=True)
+@_no_refcounts
 def _intern(b, p, k, ns, slots, ent_off, ent_len, ent_ns, ent_id, ent_hash, store, state, ns_count):
     """The id (per namespace, in order of first appearance) of the bytes b[p:p+k]; new ones are
     copied into ``store``. The caller has made room (GROW) beforehand."""
@@ -649,7 +658,7 @@ def _intern(b, p, k, ns, slots, ent_off, ent_len, ent_ns, ent_id, ent_hash, stor
     return ent_id[e]
 
 
-@numba.njit(cache=True)
+@_no_refcounts
 def _minify(b, a, z, out, o):
     """b[a:z] (valid JSON) into out[o:] without the whitespace outside strings; the new end."""
     in_str = False
@@ -700,7 +709,7 @@ def _write_note(out, o, kept):
     return o
 
 
-@numba.njit(cache=True)
+@_no_refcounts
 def _copy_slow(b, at, k, key, store, state, slow_ev, slow_off, slow_len):
     """A number the fast conversion does not take, copied out for Python to convert."""
     s = state[S_SLOW]
