@@ -348,3 +348,31 @@ def test_args_are_kept_minified_in_one_walk_whatever_comes_first(tmp_path, scann
     parsed = read_trace(path)
     monkeypatch.undo()
     assert _as_read(read_trace(path)) == _as_read(parsed)
+
+
+ALLOCATE = {"scan", "_write_note", "_rehash"}  # the compiled functions that make arrays of their own
+
+
+def test_the_scanners_helpers_count_no_array_references(tmp_path):
+    """Every helper the scan calls per event is compiled without numba's reference counting: with
+    it, each call counted every array it was passed in and out with an atomic instruction, 45%
+    of a 1M-event scan's time on an Intel Xeon (bench/RESULTS.md, issue 27). Compiled afresh in a
+    child (cached code cannot be inspected) and read in its LLVM IR."""
+    import os
+    import subprocess
+    import sys
+
+    probe = (
+        "import json, numba\n"
+        "from gpudojo.worker import trace_scan as T\n"
+        "T.warm_up()\n"
+        "print(json.dumps({n: '\\n'.join(d.inspect_llvm().values()).count('@NRT_incref(')\n"
+        "    for n, d in vars(T).items() if isinstance(d, numba.core.registry.CPUDispatcher) and d.signatures}))\n"
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    increfs = json.loads(done.stdout.strip().splitlines()[-1])
+    helpers = {name: n for name, n in increfs.items() if name not in ALLOCATE}
+    assert {"_intern", "_args_min", "_value_end", "_string_end", "_number"} <= set(helpers)
+    assert helpers == dict.fromkeys(helpers, 0)

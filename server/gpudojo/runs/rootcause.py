@@ -16,13 +16,15 @@ from .models import RootCause
 # torchrun's summary: "  rank      : 1 (local_rank: 1)" ... "  exitcode  : 1 (pid: 123)"
 _SUMMARY_RANK = re.compile(r"rank\s*:\s*(\d+)")
 _SUMMARY_EXIT = re.compile(r"exitcode\s*:\s*(-?\d+)")
-_TRACEBACK = "Traceback (most recent call last):"
+TRACEBACK = "Traceback (most recent call last):"
 # What a rank says when it failed because a peer went away or stopped answering: a symptom of
 # another rank's failure, never the first failure while a rank that failed by itself is there.
-_PEER_LOST = re.compile(
-    r"Connection closed by peer|Connection reset by peer|Broken pipe|remote worker crashing"
-    r"|NCCL communicator was aborted|ncclRemoteError|remote process exited|DistNetworkError"
-    r"|Watchdog caught collective operation timeout",
+# One definition for one machine's ranks (root_cause) and for the nodes of a run across machines
+# (worker/nodes_host.py).
+PEER_LOST = re.compile(
+    r"Connection (closed|reset) by peer|Connection refused|Broken pipe|Socket Timeout|remote worker crashing"
+    r"|gloo|NCCL communicator was aborted|ncclRemoteError|remote process exited"
+    r"|DistNetworkError|DistBackendError|RendezvousClosedError|Watchdog caught collective operation timeout",
     re.IGNORECASE,
 )
 
@@ -58,7 +60,7 @@ def summary_root_rank(launcher_log: str) -> int | None:
 
 
 def _last_traceback(text: str) -> tuple[str, str] | None:
-    start = text.rfind(_TRACEBACK)
+    start = text.rfind(TRACEBACK)
     if start < 0:
         return None
     block = text[start:].rstrip().splitlines()
@@ -125,10 +127,11 @@ def root_cause(log_dir: Path, launcher_log: str, exit_code: int | None) -> RootC
     # observed failure") comes after: it compares error.json's whole-second timestamps and takes
     # the lowest rank on a tie, so a peer that lost rank 1 in the same second is named instead
     # (seen on CI: rank 0's "Connection closed by peer", while rank 1 raised the real error).
+    # Last, for files written in the same instant: a rank that exited by itself, the lowest rank.
     named = summary_root_rank(launcher_log)
     errors.sort(
         key=lambda e: (
-            bool(_PEER_LOST.search(e["exception"])),
+            bool(PEER_LOST.search(e["exception"])),
             e["timestamp"] or float("inf"),
             e["rank"] != named,
             not (codes.get(e["rank"]) or 0) > 0,

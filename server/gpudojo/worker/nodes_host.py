@@ -52,6 +52,7 @@ from gpudojo import __version__
 from gpudojo.runfolder import RunFolder
 from gpudojo.runs.engines.base import write_engine_state
 from gpudojo.runs.engines.nodes import JOB_FILE
+from gpudojo.runs.rootcause import PEER_LOST, TRACEBACK
 from gpudojo.worker.private_net import LocalGate, PrivateNet, PrivateNetUnavailable, splice
 from gpudojo.worker.torch_agent import RDZV_LISTEN_FD_ENV
 
@@ -68,14 +69,6 @@ HELLO_TIMEOUT_S = 10.0
 NODES_GRACE_S = 30.0
 # How long a cancelled host waits for the other nodes to confirm that they stopped.
 NODES_STOP_S = 2.0
-# Errors a rank raises because another rank died first: never the root cause when a first
-# failure is known.
-SECONDARY = re.compile(
-    r"Connection (closed|reset) by peer|DistBackendError|Broken pipe|ProcessGroupGloo|gloo|"
-    r"RendezvousClosedError|Socket Timeout|Connection refused",
-    re.IGNORECASE,
-)
-TRACEBACK = "Traceback (most recent call last):"
 
 
 class Node:
@@ -280,7 +273,7 @@ class Host:
             start = max(i for i, line in enumerate(lines) if line.startswith(TRACEBACK))
             block = lines[start:]
             exception = next((line.strip() for line in block[1:] if line and not line.startswith(" ")), block[-1])
-            if SECONDARY.search(exception):
+            if PEER_LOST.search(exception):  # another rank died first
                 continue
             return {
                 "rank": rank,
