@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from gpudojo import labkit
-from gpudojo.runfolder import RUN_DIR_ENV, RUN_ID_ENV, RunFolder
+from gpudojo.runfolder import METRIC_LINE_PREFIX, RUN_DIR_ENV, RUN_ID_ENV, RunFolder, rank_line
 from gpudojo.runs.engines.base import EngineContext, read_engine_state
 from gpudojo.runs.engines.k8s_manifests import CODE_MOUNT, Names
 from gpudojo.runs.engines.k8s_validate import KUBERNETES_VERSION, validate_manifests
@@ -178,8 +178,9 @@ def submit(files: list[Path], job: dict[str, Any], run_id: str, namespace: str) 
             line = line.rstrip("\n")
             # Indented, so that the run service files them as this script's lines, not lab-03's ranks.
             print(f"  {line}", flush=True)
-            if line.startswith("[default0]:gpudojo-metric "):
-                record = json.loads(line.split(" ", 1)[1])
+            ranked = rank_line(line)
+            if ranked and ranked[0] == 0 and ranked[1].startswith(METRIC_LINE_PREFIX + " "):
+                record = json.loads(ranked[1][len(METRIC_LINE_PREFIX) + 1 :])
                 if isinstance(record.get("loss"), int | float):
                     losses.append(record["loss"])
     state = read_engine_state(RunFolder(work)) or {}

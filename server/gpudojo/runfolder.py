@@ -39,6 +39,31 @@ RECORD_PROFILE_ENV = "GPUDOJO_RECORD_PROFILE"
 # pod of a job on another machine): whoever follows the job's output writes it to metrics/.
 METRIC_LINE_PREFIX = "gpudojo-metric"
 
+# torchrun's prefix of a rank's line in its own output, under the template the engines set
+# (runs/engines/base.GLOBAL_RANK_PREFIX): "[default<global rank>]:".
+RANK_LINE = re.compile(r"^\[default(\d+)\]:")
+
+
+def rank_line(text: str) -> tuple[int, str] | None:
+    """(global rank, what the rank printed) of a line of torchrun's output; None for torchrun's
+    own lines.
+
+    torchrun copies a rank's output by tailing its log file with readline()
+    (torch.distributed.elastic.multiprocessing.tail_log), which returns a line the rank has not
+    finished writing yet. print() with PYTHONUNBUFFERED (set in every run) writes the text and
+    the newline as two writes, so when the tailer reads between them it prints the text, then
+    the rest of the line, the newline, behind the prefix again: "[default0]:loss 0.5[default0]:".
+    The prefix's copy at the end is that split, not the rank's text, and is dropped here: a
+    metric line stays parseable and a log line reads as it was printed.
+    """
+    m = RANK_LINE.match(text)
+    if m is None:
+        return None
+    prefix = m.group(0)
+    body = text[len(prefix) :]
+    return int(m.group(1)), body.removesuffix(prefix)
+
+
 EVENTS_FILE = "events.jsonl"
 LAUNCHER_LOG = "launcher.log"
 TORCHRUN_DIR = "torchrun"

@@ -90,6 +90,33 @@ def test_without_a_run_dir_metrics_go_to_stdout_for_the_terminal(tmp_path, capsy
     assert list(tmp_path.iterdir()) == []  # no file anywhere
 
 
+class Writes:
+    """A stdout that keeps every write() apart, as the file torchrun tails sees them."""
+
+    def __init__(self):
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_each_line_for_the_terminal_is_one_write_so_torchrun_never_copies_half(monkeypatch):
+    # print() writes the text and the newline apart; torchrun's tailer can read between them
+    # and copy "[default0]:gpudojo-metric {...}[default0]:", which no reader can parse.
+    out = Writes()
+    monkeypatch.setattr(sys, "stdout", out)
+    labkit.report(1, loss=0.5)
+    labkit.check("loss-falls", True, "2.0 -> 0.5")
+    assert [w[-1] for w in out.writes] == ["\n"] * 3
+    assert [w.count("\n") for w in out.writes] == [1] * 3
+    assert out.writes[1] == "[PASS] loss-falls: 2.0 -> 0.5\n"
+    assert json.loads(out.writes[0].removeprefix("gpudojo-metric "))["loss"] == 0.5
+
+
 def test_tensors_and_numpy_scalars_become_plain_json_numbers(run_dir):
     labkit.report(
         torch.tensor(3).item(),

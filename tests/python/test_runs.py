@@ -15,6 +15,7 @@ import pytest
 
 from gpudojo.api.base import status_of
 from gpudojo.errors import ServiceError
+from gpudojo.runfolder import rank_line
 from gpudojo.runs.models import FINAL_STATUSES, LabRunRequest, ScriptRunRequest, SweepSpec
 from gpudojo.runs.procs import alive_of
 from gpudojo.runs.service import RunService
@@ -364,6 +365,56 @@ def test_root_cause_between_two_real_errors_is_the_one_written_first(tmp_path):
     write_rank_error(attempt, 0, GLOO_LOST, 1000.7)
     write_rank_error(attempt, 1, "RuntimeError: Connection reset by peer", 1000.2)
     assert root_cause(tmp_path, summary((0, -6), (1, -6)), 1).rank == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("[default0]:loss 0.5", (0, "loss 0.5")),
+        # torchrun copied the text before the rank wrote its newline: the rest came behind the prefix
+        ("[default3]:loss 0.5[default3]:", (3, "loss 0.5")),
+        ('[default0]:gpudojo-metric {"loss": 0.5}[default0]:', (0, 'gpudojo-metric {"loss": 0.5}')),
+        ("[default1]:[default0]:", (1, "[default0]:")),  # another rank's prefix is the rank's text
+        ("[default2]:", (2, "")),
+        ("torchrun's own line", None),
+        (" [default0]:indented", None),
+    ],
+)
+def test_a_rank_line_is_read_without_the_prefix_a_split_copy_left(line, expected):
+    assert rank_line(line) == expected
+
+
+SPLIT_WRITES = textwrap.dedent(
+    """\
+    import json, sys, time
+
+    def in_two_writes(text):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        time.sleep(0.6)  # torchrun's tailer reads every 0.1 s: it copies the line unfinished
+        sys.stdout.write("\\n")
+        sys.stdout.flush()
+
+    in_two_writes("gpudojo-metric " + json.dumps({"t": time.time(), "rank": 0, "step": 1, "loss": 0.5}))
+    in_two_writes("a line written in two pieces")
+    print("a whole line", flush=True)
+    """
+)
+
+
+def test_a_line_torchrun_copied_unfinished_still_files_its_metric_and_reads_as_printed(service):
+    # Seen in CI: lab-04's rank printed a metric line with print() under PYTHONUNBUFFERED, and
+    # torchrun's output held "[default0]:gpudojo-metric {...}[default0]:".
+    root = service.root_dir
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "split.py").write_text(SPLIT_WRITES)
+    (run,) = service.submit(ScriptRunRequest(path="split.py", nproc=1, launcher="torchrun"))
+    done = service.wait(run.id, 120)
+    assert done.status == "succeeded", done.root_cause
+    events, _ = all_events(service, run.id)
+    assert [e["values"] for e in events if e["type"] == "metric"] == [{"loss": 0.5}]
+    texts = [e["text"] for e in events if e["type"] == "log" and e["rank"] == 0]
+    assert texts == ["a line written in two pieces", "a whole line"]
 
 
 def test_more_ranks_than_gpus_is_refused_naming_nproc(service):

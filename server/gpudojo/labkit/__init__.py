@@ -45,6 +45,7 @@ import json
 import math
 import os
 import random
+import sys
 import threading
 import time
 from pathlib import Path
@@ -187,11 +188,19 @@ def _scalar(key: str, value: Any) -> bool | int | float | str | None:
     )
 
 
+def _say(text: str) -> None:
+    """One line to stdout in a single write: print() writes the text and the newline apart,
+    and torchrun, which tails a rank's output file, can copy the line between the two
+    (runfolder.rank_line); one write leaves it no gap, so a metric line always arrives whole."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
 def _emit(record: dict[str, Any]) -> None:
     line = json.dumps(record, allow_nan=False)
     run_dir = os.environ.get(RUN_DIR_ENV, "").strip()
     if not run_dir:
-        print(f"{STDOUT_PREFIX} {line}", flush=True)
+        _say(f"{STDOUT_PREFIX} {line}")
         return
     path = runfolder.RunFolder(run_dir).metrics_file(record["rank"])
     with _lock:
@@ -238,7 +247,7 @@ def check(id: str, ok: bool | None, detail: str = "") -> None:
     if plain is not None and not isinstance(plain, bool):
         raise TypeError(f"labkit.check: ok must be True, False or None, not {ok!r}")
     word = {True: "PASS", False: "FAIL", None: "n/a "}[plain]
-    print(f"[{word}] {id}: {detail}", flush=True)
+    _say(f"[{word}] {id}: {detail}")
     _emit({"t": time.time(), "rank": rank(), "check": id, "ok": plain, "detail": str(detail)})
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import subprocess
 import threading
 import time
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ServiceError
-from ..runfolder import METRIC_LINE_PREFIX, RunFolder
+from ..runfolder import METRIC_LINE_PREFIX, RunFolder, rank_line
 from .engines.base import read_engine_state
 from .events import EventLog
 from .launch import LaunchPlan
@@ -26,8 +25,6 @@ from .models import LogEvent, MetricEvent, NodeStatus, Rendezvous, Run, StatusEv
 from .procs import ProcessTree, kill_all, processes_of_run
 from .store import RunStore
 
-# torchrun --tee prefixes each worker line with "[<role><local rank>]:".
-_TEE_PREFIX = re.compile(r"^\[default(\d+)\]:(.*)$", re.DOTALL)
 # The longest piece of a line read at once (bytes): a rank printing gigabytes without a newline
 # must not make the server hold them; the rest of such a line comes as further pieces.
 MAX_LINE_BYTES = 64 * 1024
@@ -109,8 +106,8 @@ class Supervisor:
         for raw in iter(lambda: pipe.readline(MAX_LINE_BYTES), b""):
             text = raw.decode(errors="replace").rstrip("\n")
             rank: int | None = 0 if single else None
-            if not single and (m := _TEE_PREFIX.match(text)):
-                rank, text = int(m[1]), m[2]
+            if not single and (ranked := rank_line(text)):
+                rank, text = ranked
                 if text.startswith(METRIC_LINE_PREFIX + " "):
                     # A rank on another machine (a node, a pod) prints its metrics: file them.
                     self._metric_line(rank, text[len(METRIC_LINE_PREFIX) + 1 :])

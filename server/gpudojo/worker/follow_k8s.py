@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from ..runfolder import RunFolder
+from ..runfolder import RANK_LINE, RunFolder
 from ..runs.engines.base import write_engine_state
 
 RUN_LABEL = "gpudojo.run"
@@ -52,7 +52,6 @@ HOPELESS_WAITING = {
     "CreateContainerConfigError": "the container's configuration is wrong (a missing ConfigMap or Secret key?)",
     "CreateContainerError": "the container could not be created",
 }
-RANK_LINE = re.compile(r"^\[default(\d+)\]:")
 EXCEPTION_LINE = re.compile(
     r"^(?:\[default\d+\]:)?\s*((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b.*)$"
 )

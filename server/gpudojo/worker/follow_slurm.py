@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..runfolder import RunFolder
+from ..runfolder import RANK_LINE, RunFolder
 from ..runs.engines.base import write_engine_state
 
 POLL_S = 0.5
@@ -76,7 +76,6 @@ SLURM_ENDINGS = {
     "DEADLINE": "job {job} reached its deadline before it could run",
     "REVOKED": "job {job} was revoked (it ran on another cluster of a federation)",
 }
-_RANK_LINE = re.compile(r"^\[default(\d+)\]:")
 _NODE_FILE = re.compile(r"^slurm-\d+-node(\d+)\.(out|err)$")
 _RENDEZVOUS = re.compile(r"rendezvous at (\S+):(\d+)")
 # Keys of `scontrol show job -o`: words such as JobState, AllocNode:Sid or CPUs/Task before "=".
@@ -238,7 +237,7 @@ class SlurmFollower:
             node = _NODE_FILE.match(path.name)
             stream = sys.stdout if path.suffix == ".out" else sys.stderr
             for line in tail.lines(final):
-                if node and (m := _RANK_LINE.match(line)):
+                if node and (m := RANK_LINE.match(line)):
                     self.view.ranks.setdefault(int(node[1]), set()).add(int(m[1]))
                 elif not node and self.view.rendezvous is None and (r := _RENDEZVOUS.search(line)):
                     self.view.rendezvous = (r[1], int(r[2]))

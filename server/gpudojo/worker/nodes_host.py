@@ -36,7 +36,6 @@ import contextlib
 import hmac
 import json
 import os
-import re
 import signal
 import socket
 import socketserver
@@ -49,14 +48,13 @@ from pathlib import Path
 from typing import Any
 
 from gpudojo import __version__
-from gpudojo.runfolder import RunFolder
+from gpudojo.runfolder import RANK_LINE, RunFolder
 from gpudojo.runs.engines.base import write_engine_state
 from gpudojo.runs.engines.nodes import JOB_FILE
 from gpudojo.runs.rootcause import PEER_LOST, TRACEBACK
 from gpudojo.worker.private_net import LocalGate, PrivateNet, PrivateNetUnavailable, splice
 from gpudojo.worker.torch_agent import RDZV_LISTEN_FD_ENV
 
-RANK_LINE = re.compile(r"^\[default(\d+)\]:")
 MAX_LINE = 1 << 20  # a relay line longer than this closes the relay (nothing legitimate is)
 MAX_NAME = 100
 # Rank lines a node sends before node 0's own ranks show the rendezvous complete: held back
