@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +53,44 @@ def test_a_zero_duration_operator_nests_in_its_caller_and_shifts_no_sibling():
         ("aten::addmm", 40.0): ("aten::linear", 2),
         ("aten::empty", 60.0): ("step", 1),
     }
+
+
+def _nesting_both_ways(ts, dur, lane, top, monkeypatch):
+    """nesting() by the compiled one-pass walk and by the binary searches used without numba."""
+    order = index_order(ts, dur, lane)
+    args = (ts[order], dur[order], lane[order], None if top is None else top[order])
+    compiled = nesting(*args)
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "gpudojo.worker.profile_rows", None)  # its import fails: numba missing
+        plain = nesting(*args)
+    return compiled, plain
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_compiled_nesting_is_the_plain_one_on_ties_zero_durations_and_crossings(seed, monkeypatch):
+    """Spans on a coarse clock (many equal starts), a third of them 0 µs, on three lanes, some
+    nested, some crossing, with step annotations on top: rows and parents agree exactly."""
+    rng = np.random.default_rng(seed)
+    n = 3000
+    ts = rng.integers(0, 400, n).astype(np.float64)
+    dur = np.where(rng.random(n) < 0.3, 0.0, rng.choice([1.0, 3.0, 10.0, 40.0, 150.0], n))
+    lane = rng.integers(0, 3, n)
+    top = (rng.random(n) < 0.02) if seed % 2 else None
+    (rows, parent), (rows_plain, parent_plain) = _nesting_both_ways(ts, dur, lane, top, monkeypatch)
+    assert np.array_equal(parent, parent_plain)
+    assert np.array_equal(rows, rows_plain)
+
+
+def test_the_compiled_nesting_is_the_plain_one_on_a_real_trace(real_trace, monkeypatch):
+    events, _ = _oracle(real_trace)
+    lanes = {key: i for i, key in enumerate(sorted({e[2] for e in events}, key=str))}
+    ts = np.array([e[3] for e in events])
+    dur = np.array([e[4] for e in events])
+    lane = np.array([lanes[e[2]] for e in events])
+    top = np.array([e[0].startswith("ProfilerStep#") for e in events])
+    (rows, parent), (rows_plain, parent_plain) = _nesting_both_ways(ts, dur, lane, top, monkeypatch)
+    assert (parent >= 0).sum() > len(events) // 2  # most spans are inside another
+    assert np.array_equal(parent, parent_plain) and np.array_equal(rows, rows_plain)
 
 
 def test_zero_duration_operators_leave_self_times_right(tmp_path):

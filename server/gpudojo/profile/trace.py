@@ -983,21 +983,55 @@ def _open_count(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     return np.maximum(counted, 0, out=counted)
 
 
-def _drawing_rows(ts: np.ndarray, end: np.ndarray, counted: np.ndarray, top: np.ndarray | None) -> np.ndarray:
-    """Rows for the timeline: the nesting depth where spans nest. Where they cross instead (a
-    Python frame that began before a ProfilerStep annotation ends inside the next one, or a
-    frame whose recorded end falls a little after its caller's), the step annotations take
-    row 0 and the other spans nest below them, each on the lowest row free when it starts."""
-    if not _rows_overlap(ts, end, counted):
-        return counted
+def _open_spans(ts: np.ndarray, end: np.ndarray, lane: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For spans sorted by (lane, start, longest first): each one's open-span count (how many
+    earlier spans of its lane are still open when it starts), its parent (the latest earlier
+    span of the lane one level up), and per lane id whether two spans of one level overlap.
+    One compiled pass in the analysis worker (worker/profile_rows.open_spans); binary searches
+    and sorts by level where numba is missing."""
+    lanes = int(lane.max(initial=-1)) + 1
+    try:
+        from gpudojo.worker.profile_rows import open_spans
+    except ImportError:
+        pass
+    else:
+        f64 = np.float64
+        return open_spans(np.ascontiguousarray(ts, f64), np.ascontiguousarray(end, f64), lane, lanes)
+    n = len(ts)
+    counted = np.zeros(n, dtype=np.int64)
+    crossed = np.zeros(lanes, dtype=bool)
+    bounds = np.flatnonzero(np.diff(lane)) + 1
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, n], strict=True):
+        counted[lo:hi] = _open_count(ts[lo:hi], end[lo:hi])
+        crossed[lane[lo]] = _rows_overlap(ts[lo:hi], end[lo:hi], counted[lo:hi])
+    parent = np.full(n, -1, dtype=np.int32)
+    by_depth = np.argsort(_small(counted), kind="stable")  # index order within each depth
+    cuts = np.searchsorted(counted[by_depth], np.arange(int(counted.max(initial=0)) + 2))
+    for d in range(1, len(cuts) - 1):
+        above, members = by_depth[cuts[d - 1] : cuts[d]], by_depth[cuts[d] : cuts[d + 1]]
+        if not len(above) or not len(members):
+            continue
+        # the last span one level up before this one in index order (which is lane-major)
+        cand = above[np.maximum(np.searchsorted(above, members) - 1, 0)]
+        ok = (cand < members) & (lane[cand] == lane[members])
+        parent[members[ok]] = cand[ok]
+    return counted, parent, crossed
+
+
+def _crossed_rows(ts: np.ndarray, end: np.ndarray, top: np.ndarray | None) -> np.ndarray:
+    """Rows for the timeline of a lane whose spans cross instead of nesting (a Python frame
+    that began before a ProfilerStep annotation ends inside the next one, or a frame whose
+    recorded end falls a little after its caller's): the step annotations take row 0 and the
+    other spans nest below them, each on the lowest row free when it starts where they still
+    cross (or where the annotations themselves overlap)."""
     if top is None or not top.any():
         return _lowest_free_rows(ts, end)
     rows = np.zeros(len(ts), dtype=np.int64)
     rest = ~top
     ts_rest, end_rest = ts[rest], end[rest]
-    rows[rest] = _open_count(ts_rest, end_rest) + 1
-    if _rows_overlap(ts, end, rows):
-        rows[rest] = _lowest_free_rows(ts_rest, end_rest) + 1
+    counted, _, crossed = _open_spans(ts_rest, end_rest, np.zeros(len(ts_rest), dtype=np.int8))
+    steps_overlap = bool(np.any(ts[top][1:] < end[top][:-1]))
+    rows[rest] = (_lowest_free_rows(ts_rest, end_rest) if crossed.any() or steps_overlap else counted) + 1
     return rows
 
 
@@ -1012,26 +1046,16 @@ def nesting(
     earlier spans of the lane are still open when a span starts): the enclosing span where
     spans nest, which is what operator self times and stacks need. The row is that same
     level where spans nest and never puts two overlapping spans on one row where they do
-    not (_drawing_rows)."""
-    n = len(ts)
-    counted = np.zeros(n, dtype=np.int64)
-    rows = np.zeros(n, dtype=np.int64)
+    not (_crossed_rows)."""
     end = ts + dur
-    bounds = np.flatnonzero(np.diff(lane)) + 1
-    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, n], strict=True):
-        counted[lo:hi] = _open_count(ts[lo:hi], end[lo:hi])
-        rows[lo:hi] = _drawing_rows(ts[lo:hi], end[lo:hi], counted[lo:hi], None if top is None else top[lo:hi])
-    parent = np.full(n, -1, dtype=np.int32)
-    by_depth = np.argsort(_small(counted), kind="stable")  # index order within each depth
-    cuts = np.searchsorted(counted[by_depth], np.arange(int(counted.max(initial=0)) + 2))
-    for d in range(1, len(cuts) - 1):
-        above, members = by_depth[cuts[d - 1] : cuts[d]], by_depth[cuts[d] : cuts[d + 1]]
-        if not len(above) or not len(members):
-            continue
-        # the last span one level up before this one in index order (which is lane-major)
-        cand = above[np.maximum(np.searchsorted(above, members) - 1, 0)]
-        ok = (cand < members) & (lane[cand] == lane[members])
-        parent[members[ok]] = cand[ok]
+    counted, parent, crossed = _open_spans(ts, end, lane)
+    rows = counted
+    if crossed.any():
+        rows = counted.copy()
+        bounds = np.flatnonzero(np.diff(lane)) + 1
+        for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(ts)], strict=True):
+            if crossed[lane[lo]]:
+                rows[lo:hi] = _crossed_rows(ts[lo:hi], end[lo:hi], None if top is None else top[lo:hi])
     return rows.astype(np.int16), parent
 
 
