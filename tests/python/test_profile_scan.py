@@ -93,6 +93,19 @@ def test_the_compiled_nesting_is_the_plain_one_on_a_real_trace(real_trace, monke
     assert np.array_equal(parent, parent_plain) and np.array_equal(rows, rows_plain)
 
 
+def test_the_compiled_walk_has_the_one_signature_its_warm_up_compiles(real_trace, tmp_path):
+    """Lane ids come as int64 from a caller, int32 from merge and int8 for a crossed lane's
+    rows: each would be compiled (a second or so) during a learner's first analysis."""
+    from gpudojo.worker import profile_rows
+
+    profile_rows.warm_up()
+    signatures = list(profile_rows.open_spans.signatures)
+    write_analysis([real_trace], tmp_path / "a")
+    ts, dur = np.array([0.0, 2.0, 3.0, 6.0]), np.array([5.0, 8.0, 1.0, 1.0])
+    nesting(ts, dur, np.zeros(4, dtype=np.int64), np.array([False, True, False, False]))  # crossed, with a step
+    assert len(signatures) == 1 and profile_rows.open_spans.signatures == signatures
+
+
 def test_zero_duration_operators_leave_self_times_right(tmp_path):
     """Self time = duration less the children's: a 0 µs op before a sibling must not make that
     sibling a top-level op (its time would then count twice)."""
@@ -223,16 +236,23 @@ def test_the_scanner_reads_a_real_with_stack_trace_as_json_load_does(real_trace,
     assert columns.skipped == 0
 
 
-def test_a_real_trace_read_in_two_parts_is_the_same(real_trace, scanner_only, monkeypatch):
-    """Cut in the middle, each half scanned by a thread of its own, the halves joined."""
+@pytest.mark.parametrize("per_worker", [1, 4])
+def test_a_real_trace_read_in_parts_is_the_same(real_trace, scanner_only, monkeypatch, per_worker):
+    """Cut in 2 or 8 parts, two threads each taking the next part left, the parts joined."""
     monkeypatch.setattr(trace_scan, "SPLIT_MIN_BYTES", 0)
+    monkeypatch.setattr(trace_scan, "PARTS_PER_WORKER", per_worker)
     parts = trace_scan.scan_file(real_trace, workers=2)
-    assert len(parts) == 2 and all(len(p.ts) > 100 for p in parts)
+    assert len(parts) == 2 * per_worker and all(len(p.ts) > 20 for p in parts)
     monkeypatch.setattr(trace_module, "_cpus", lambda: 2)
     assert _as_read(read_trace(real_trace)) == _oracle(real_trace)[0]
 
 
-def test_the_analysis_is_the_same_by_the_scanner_and_by_orjson(real_trace, tmp_path, monkeypatch):
+@pytest.mark.parametrize("cut", [False, True], ids=["whole", "in-eight-parts"])
+def test_the_analysis_is_the_same_by_the_scanner_and_by_orjson(real_trace, tmp_path, monkeypatch, cut):
+    if cut:  # eight parts on two threads: eight args files, chained into args.bin
+        monkeypatch.setattr(trace_scan, "SPLIT_MIN_BYTES", 0)
+        monkeypatch.setattr(trace_scan, "PARTS_PER_WORKER", 4)
+        monkeypatch.setattr(trace_module, "_cpus", lambda: 2)
     scanned = write_analysis([real_trace], tmp_path / "scanned")
     monkeypatch.setattr(trace_module, "_scanned", lambda *_: None)
     parsed = write_analysis([real_trace], tmp_path / "parsed")

@@ -34,55 +34,19 @@ def lowest_free_rows(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def _push(heap: np.ndarray, size: int, value: float) -> np.ndarray:
-    """``value`` into the binary min-heap ``heap[:size]`` (grown when full); the heap."""
-    if size == heap.shape[0]:
-        grown = np.empty(size * 2, np.float64)
-        grown[:size] = heap
-        heap = grown
-    i = size
-    while i > 0:
-        up = (i - 1) >> 1
-        if heap[up] <= value:
-            break
-        heap[i] = heap[up]
-        i = up
-    heap[i] = value
-    return heap
-
-
-@numba.njit(cache=True)
-def _pop(heap: np.ndarray, size: int) -> None:
-    """Take the least of ``heap[:size]`` out (``size - 1`` are left)."""
-    size -= 1
-    value = heap[size]
-    i = 0
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
-        if child + 1 < size and heap[child + 1] < heap[child]:
-            child += 1
-        if heap[child] >= value:
-            break
-        heap[i] = heap[child]
-        i = child
-    heap[i] = value
-
-
-@numba.njit(cache=True)
 def open_spans(ts: np.ndarray, end: np.ndarray, lane: np.ndarray, lanes: int):
     """For spans sorted by (lane, start, longest first), in one pass: how many earlier spans of
-    the lane are still open when each starts (their ends, held in a min-heap, are later than its
-    start), the latest earlier span of the lane one level up (its parent where spans nest), and
-    for each lane whether two spans given the same level overlap (the spans cross instead of
-    nesting somewhere in it). A span that ends where a later one starts (a 0 µs aten::empty
-    among them) is closed by then; the heap holds at most the deepest nesting."""
+    the lane are still open when each starts (their ends are later than its start), the latest
+    earlier span of the lane one level up (its parent where spans nest), and for each lane
+    whether two spans given the same level overlap (the spans cross instead of nesting
+    somewhere in it). A span that ends where a later one starts (a 0 µs aten::empty among
+    them) is closed by then. The open spans' ends are kept sorted, the earliest on top, so
+    the spans a start closes come off the top; they are at most the deepest nesting."""
     n = ts.shape[0]
     counted = np.zeros(n, np.int64)
     parent = np.full(n, -1, np.int32)
     crossed = np.zeros(lanes, np.bool_)
-    heap = np.empty(64, np.float64)
+    ends = np.empty(64, np.float64)
     last = np.full(64, -1, np.int64)  # the latest span of the lane at each level
     size = 0
     for i in range(n):
@@ -90,8 +54,7 @@ def open_spans(ts: np.ndarray, end: np.ndarray, lane: np.ndarray, lanes: int):
             size = 0
             last[:] = -1
         t = ts[i]
-        while size > 0 and heap[0] <= t:
-            _pop(heap, size)
+        while size > 0 and ends[size - 1] <= t:
             size -= 1
         level = size
         counted[i] = level
@@ -105,7 +68,20 @@ def open_spans(ts: np.ndarray, end: np.ndarray, lane: np.ndarray, lanes: int):
         if before >= 0 and t < end[before]:
             crossed[lane[i]] = True
         last[level] = i
-        heap = _push(heap, size, end[i])
+        # its end among the open ones, latest first: where spans nest it ends no later than
+        # the span around it and goes on top with nothing moved; a crossing span shifts the
+        # few above it. (Inline: a helper taking the array would count references to it
+        # with atomic instructions on every call, as the trace scanner's did.)
+        if size == ends.shape[0]:
+            grown_ends = np.empty(size * 2, np.float64)
+            grown_ends[:size] = ends
+            ends = grown_ends
+        e = end[i]
+        j = size
+        while j > 0 and ends[j - 1] < e:
+            ends[j] = ends[j - 1]
+            j -= 1
+        ends[j] = e
         size += 1
     return counted, parent, crossed
 
@@ -113,4 +89,4 @@ def open_spans(ts: np.ndarray, end: np.ndarray, lane: np.ndarray, lanes: int):
 def warm_up() -> None:
     """Compile (the first time on a machine) or load the cached code."""
     lowest_free_rows(np.zeros(2), np.ones(2))
-    open_spans(np.zeros(2), np.ones(2), np.zeros(2, np.int64), 1)
+    open_spans(np.zeros(2), np.ones(2), np.zeros(2, np.int32), 1)

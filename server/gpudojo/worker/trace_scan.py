@@ -1337,6 +1337,7 @@ def scan_stream(
 
 _BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
 SPLIT_MIN_BYTES = 32 << 20
+PARTS_PER_WORKER = 2  # see scan_file; 4 balanced no better and peaked 60 MiB higher (bench/RESULTS.md)
 
 
 def scan_file(
@@ -1344,9 +1345,16 @@ def scan_file(
     on_progress: Callable[[float], None] | None = None,
     workers: int = 2,
     args_files: Callable[[], Any] | None = None,
+    parts_per_worker: int | None = None,
 ) -> list[Scanned]:
-    """A plain (not gzipped) trace file, scanned in ``workers`` parts at once (threads: the
-    compiled scan lets go of the GIL) where it is big enough; each part's Scanned in order.
+    """A plain (not gzipped) trace file, scanned by ``workers`` threads at once (the compiled
+    scan lets go of the GIL) where it is big enough; each part's Scanned in order.
+
+    A part's cost is its events, not its bytes: a with_stack trace ends with its Python
+    frames, smaller than the operators before them, so its second half holds some 40% more
+    events than its first. The file is cut into ``parts_per_worker`` parts per thread
+    (PARTS_PER_WORKER), and each thread takes the next part left, so the threads finish
+    within a small part of each other.
 
     The parts are cut where the bytes look like the gap between two events ('}', ',', '{');
     a cut that is not one (inside a string) shows when the part before it does not end exactly
@@ -1354,7 +1362,8 @@ def scan_file(
     args_file (see scan_stream)."""
     path = Path(path)
     total = path.stat().st_size
-    cuts = _cuts(path, total, workers) if workers > 1 and total >= SPLIT_MIN_BYTES else []
+    per = PARTS_PER_WORKER if parts_per_worker is None else parts_per_worker
+    cuts = _cuts(path, total, workers * per) if workers > 1 and total >= SPLIT_MIN_BYTES else []
     read = [0] * (len(cuts) + 1)
     lock = threading.Lock()  # the parts' threads report in turn: a caller may write lines to a pipe
 
@@ -1381,27 +1390,29 @@ def scan_file(
                     args_file=args_files() if args_files else None,
                 )
 
-        with ThreadPoolExecutor(len(bounds) - 1) as pool:
+        pool = ThreadPoolExecutor(min(workers, len(bounds) - 1))
+        try:
             futures = [pool.submit(part, i) for i in range(len(bounds) - 1)]
-            try:
-                return [f.result() for f in futures]
-            except ScanStopped:
-                pass  # a cut inside a string, or the file is not for this reader: one piece
+            return [f.result() for f in futures]
+        except ScanStopped:
+            pass  # a cut inside a string, or the file is not for this reader: one piece
+        finally:
+            pool.shutdown(cancel_futures=True)  # the parts not begun are not scanned for nothing
     with path.open("rb") as f:
         return [scan_stream(f, total, lambda n: progress(0, n), args_file=args_files() if args_files else None)]
 
 
-def _cuts(path: Path, total: int, workers: int) -> list[int]:
-    """Offsets of an event's '{' near each 1/workers of the file."""
+def _cuts(path: Path, total: int, parts: int) -> list[int]:
+    """Offsets of an event's '{' near each 1/parts of the file."""
     cuts = []
     with path.open("rb") as f:
-        for k in range(1, workers):
-            f.seek(total * k // workers)
+        for k in range(1, parts):
+            f.seek(total * k // parts)
             window = f.read(1 << 20)
             found = _BETWEEN_EVENTS.search(window)
             if found is None:
                 return []
-            cuts.append(total * k // workers + found.end() - 1)
+            cuts.append(total * k // parts + found.end() - 1)
     return cuts if cuts == sorted(set(cuts)) else []
 
 
