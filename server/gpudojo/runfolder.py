@@ -60,8 +60,15 @@ def rank_line(text: str) -> tuple[int, str] | None:
     if m is None:
         return None
     prefix = m.group(0)
-    body = text[len(prefix) :]
-    return int(m.group(1)), body.removesuffix(prefix)
+    return int(m.group(1)), text[len(prefix) :].removesuffix(prefix)
+
+
+def whole_line(text: str) -> str:
+    """A line of torchrun's output as the rank printed it: without the copy of its prefix that
+    a split read left at its end (rank_line). The followers of jobs on other machines pass
+    their lines through it, so the tails they keep for a root cause read as printed too."""
+    ranked = rank_line(text)
+    return text if ranked is None else text[: text.index(":") + 1] + ranked[1]
 
 
 EVENTS_FILE = "events.jsonl"

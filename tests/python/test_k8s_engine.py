@@ -541,3 +541,21 @@ def test_the_shipped_files_alone_run_labkit_in_a_pod(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert '"mfu"' in done.stdout, done.stdout
+
+
+def test_a_rank_line_torchrun_copied_unfinished_leaves_the_log_and_root_cause_as_printed(tmp_path, capsys):
+    # print() writes the text and the newline apart; torchrun's tailer can copy the line between
+    # the two, and the pod's log then holds "[default0]:ValueError: ...[default0]:".
+    from gpudojo.worker.follow_k8s import Follower, PodView, log_exception
+
+    follower = Follower(None, RunFolder(tmp_path), "run", ("PyTorchJob", "job"), [])
+    pod = PodView("job-worker-0", (0, "job-worker-0"), phase="Failed", exit_code=1)
+    for line in (
+        "[default0]:Traceback (most recent call last):",
+        '[default0]:  File "train.py", line 3, in <module>',
+        "[default0]:ValueError: asked to fail[default0]:",
+    ):
+        follower.relay(pod, line)
+    cause = log_exception(pod)
+    assert (cause["rank"], cause["exception"]) == (0, "ValueError: asked to fail")
+    assert capsys.readouterr().out.splitlines()[-1] == "[default0]:ValueError: asked to fail"

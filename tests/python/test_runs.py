@@ -15,7 +15,7 @@ import pytest
 
 from gpudojo.api.base import status_of
 from gpudojo.errors import ServiceError
-from gpudojo.runfolder import rank_line
+from gpudojo.runfolder import rank_line, whole_line
 from gpudojo.runs.models import FINAL_STATUSES, LabRunRequest, ScriptRunRequest, SweepSpec
 from gpudojo.runs.procs import alive_of
 from gpudojo.runs.service import RunService
@@ -382,6 +382,7 @@ def test_root_cause_between_two_real_errors_is_the_one_written_first(tmp_path):
 )
 def test_a_rank_line_is_read_without_the_prefix_a_split_copy_left(line, expected):
     assert rank_line(line) == expected
+    assert whole_line(line) == (line if expected is None else f"[default{expected[0]}]:{expected[1]}")
 
 
 SPLIT_WRITES = textwrap.dedent(

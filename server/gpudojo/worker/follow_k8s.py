@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from ..runfolder import RANK_LINE, RunFolder
+from ..runfolder import RANK_LINE, RunFolder, whole_line
 from ..runs.engines.base import write_engine_state
 
 RUN_LABEL = "gpudojo.run"
@@ -459,6 +459,7 @@ class Follower:
                 self.say(f"[{pod.name}] (log unavailable: {api_error(err)})")
 
     def relay(self, pod: PodView, line: str) -> None:
+        line = whole_line(line)
         match = RANK_LINE.match(line)
         with self.lock:
             if match:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..runfolder import RANK_LINE, RunFolder
+from ..runfolder import RANK_LINE, RunFolder, whole_line
 from ..runs.engines.base import write_engine_state
 
 POLL_S = 0.5
@@ -236,7 +236,7 @@ class SlurmFollower:
             tail = self.tails.setdefault(path.name, Tail(path))
             node = _NODE_FILE.match(path.name)
             stream = sys.stdout if path.suffix == ".out" else sys.stderr
-            for line in tail.lines(final):
+            for line in map(whole_line, tail.lines(final)):
                 if node and (m := RANK_LINE.match(line)):
                     self.view.ranks.setdefault(int(node[1]), set()).add(int(m[1]))
                 elif not node and self.view.rendezvous is None and (r := _RENDEZVOUS.search(line)):

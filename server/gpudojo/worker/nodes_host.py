@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudojo import __version__
-from gpudojo.runfolder import RANK_LINE, RunFolder
+from gpudojo.runfolder import RANK_LINE, RunFolder, whole_line
 from gpudojo.runs.engines.base import write_engine_state
 from gpudojo.runs.engines.nodes import JOB_FILE
 from gpudojo.runs.rootcause import PEER_LOST, TRACEBACK
@@ -107,6 +107,7 @@ class Host:
 
     def emit(self, node: Node, stream: str, text: str) -> None:
         """Print one line of a node's agent as the run's log, and learn from it."""
+        text = whole_line(text)
         m = RANK_LINE.match(text)
         changed = False
         with self.lock:
