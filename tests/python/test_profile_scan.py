@@ -81,6 +81,30 @@ def test_the_compiled_nesting_is_the_plain_one_on_ties_zero_durations_and_crossi
     assert np.array_equal(rows, rows_plain)
 
 
+@pytest.mark.parametrize(
+    ("spans", "rows"),
+    [
+        # a frame crossing the step boundary, the others nesting: steps on top, the rest by depth
+        ([(0, 10, 1), (10, 10, 1), (2, 12, 0), (3, 1, 0), (15, 3, 0), (16, 1, 0)], [0, 0, 1, 2, 1, 2]),
+        # the rest crossing too: each on the lowest free row below the steps
+        ([(0, 10, 1), (10, 10, 1), (2, 6, 0), (3, 6, 0), (8.5, 1, 0)], [0, 0, 1, 2, 1]),
+        # steps that overlap each other, the rest nesting: lowest free rows all the same
+        ([(0, 10, 1), (9, 10, 1), (1, 3, 0), (2, 1, 0), (12, 2, 0)], [0, 0, 1, 2, 1]),
+    ],
+    ids=["rest-nests", "rest-crosses", "steps-overlap"],
+)
+def test_a_crossed_lane_puts_its_steps_on_top_and_the_rest_below(spans, rows, monkeypatch):
+    """The compiled crossed-lane rows (profile_rows.crossed_rows) and the plain ones agree, and
+    say what a person reads: no two overlapping spans on one row, steps above the rest."""
+    ts = np.array([s[0] for s in spans], dtype=np.float64)
+    dur = np.array([s[1] for s in spans], dtype=np.float64)
+    top = np.array([bool(s[2]) for s in spans])
+    (got, parent), (plain, parent_plain) = _nesting_both_ways(ts, dur, np.zeros(len(ts), np.int64), top, monkeypatch)
+    order = index_order(ts, dur, np.zeros(len(ts), np.int64))
+    assert got[np.argsort(order)].tolist() == rows
+    assert np.array_equal(got, plain) and np.array_equal(parent, parent_plain)
+
+
 def test_the_compiled_nesting_is_the_plain_one_on_a_real_trace(real_trace, monkeypatch):
     events, _ = _oracle(real_trace)
     lanes = {key: i for i, key in enumerate(sorted({e[2] for e in events}, key=str))}
@@ -99,11 +123,13 @@ def test_the_compiled_walk_has_the_one_signature_its_warm_up_compiles(real_trace
     from gpudojo.worker import profile_rows
 
     profile_rows.warm_up()
-    signatures = list(profile_rows.open_spans.signatures)
+    walks = (profile_rows.open_spans, profile_rows.crossed_rows)
+    signatures = [list(walk.signatures) for walk in walks]
     write_analysis([real_trace], tmp_path / "a")
     ts, dur = np.array([0.0, 2.0, 3.0, 6.0]), np.array([5.0, 8.0, 1.0, 1.0])
     nesting(ts, dur, np.zeros(4, dtype=np.int64), np.array([False, True, False, False]))  # crossed, with a step
-    assert len(signatures) == 1 and profile_rows.open_spans.signatures == signatures
+    nesting(ts, dur.astype(np.float32), np.zeros(4, dtype=np.int8), np.array([0, 1, 0, 0]) > 0)
+    assert [len(s) for s in signatures] == [1, 1] and [list(walk.signatures) for walk in walks] == signatures
 
 
 def test_zero_duration_operators_leave_self_times_right(tmp_path):
@@ -321,6 +347,64 @@ def test_odd_shapes_read_by_the_scanner_as_by_orjson(tmp_path, shape, scanner_on
     assert exact and exact[0][3] == 1234567890123.4567891 and exact[0][4] == 250.0
 
 
+def _word_edge_events() -> list[dict]:
+    """Events whose strings end at every offset of an 8-byte word: names of 0 to 19 bytes that
+    differ from each other in one byte only (at each position: a hash or a compare that skipped
+    a byte would make two of them one), non-ASCII and escapes at each offset, keys one byte
+    longer or shorter than the ones the scanner reads (ts, dur, pid, tid, cat, ph, name, args),
+    and args strings copied a word at a time with their last word overlapping."""
+    events = []
+    base = "abcdefghijklmnopqrst"
+    t = 0
+    for n in range(20):
+        names = [base[:n]] + [base[:k] + "Z" + base[k + 1 : n] for k in range(n)]
+        names += [base[:k] + "\u00e9" + base[k:n] for k in range(0, n, 3)]
+        names += [base[:k] + '"\\/' + base[k:n] for k in range(0, n, 5)]
+        for name in names:
+            t += 1
+            events.append(
+                {"ph": "X", "name": name, "cat": "cpu_op" if n % 2 else "c" * n, "pid": n % 3, "tid": base[: n % 9],
+                 "ts": t, "dur": 1, "args": {"s" * n: base[:n], "Input Dims": [[n] * (n % 4)], "correlation": n}}
+            )  # fmt: skip
+    for key in ("t", "tss", "du", "durr", "pi", "pidd", "ti", "tidd", "ca", "catt", "p", "phh", "nam", "namee",
+                "arg", "argss", "Input Dim", "Input Dimss", "correlatio", "correlations"):  # fmt: skip
+        t += 1
+        events.append({"ph": "X", "name": "k", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": t, "dur": 1, key: 5,
+                       "args": {key: [1], "correlation": 3}})  # fmt: skip
+    return events
+
+
+@pytest.mark.parametrize("read_bytes", [53, 4096, 8 << 20])
+def test_strings_ending_at_every_offset_of_a_word_read_as_by_orjson(tmp_path, scanner_only, monkeypatch, read_bytes):
+    """The scanner reads strings, hashes and compares interned ones, tells keys apart and copies
+    args a word (8 bytes) at a time; here every string ends at each offset of a word, near the
+    end of a read buffer (53 bytes: most strings cross one) and of the array the bytes are in."""
+    monkeypatch.setattr(trace_scan, "READ_BYTES", read_bytes)
+    events = _word_edge_events()
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}, ensure_ascii=False, indent=1))
+    scanned = read_trace(path)
+    assert len(scanned) == len(events) and len(set(scanned.names)) == len({e["name"] for e in events})
+    monkeypatch.undo()
+    monkeypatch.setattr(trace_module, "_scanned", lambda *_: None)
+    parsed = read_trace(path)
+    assert _as_read(scanned) == _as_read(parsed)
+
+
+@pytest.mark.parametrize("at", range(10))
+@pytest.mark.parametrize("bad", [b"\x01", b"\x1f", b"\xff", b"\xc3(", b"\xed\xa0\x80", b"\\x"])
+def test_a_bad_byte_at_any_offset_of_a_word_stops_the_scanner(tmp_path, at, bad):
+    """A control character, a byte that is not UTF-8 or a bad escape is found wherever it falls
+    in the word the string is read by (the word's first special byte is the one looked at)."""
+    name = b"abcdefghijklmnopq"[:at] + bad + b"rstuvwxyz"
+    path = tmp_path / "bad.json"
+    path.write_bytes(b'{"traceEvents": [{"ph": "X", "name": "' + name + b'", "ts": 1, "dur": 2}]}')
+    with pytest.raises(trace_scan.ScanStopped):
+        trace_scan.scan_file(path)
+    with pytest.raises(NotATrace):
+        read_trace(path)
+
+
 @pytest.mark.parametrize(
     "content",
     [
@@ -435,3 +519,19 @@ def test_the_scanners_helpers_count_no_array_references(tmp_path):
     helpers = {name: n for name, n in increfs.items() if name not in ALLOCATE}
     assert {"_intern", "_args_min", "_value_end", "_string_end", "_number"} <= set(helpers)
     assert helpers == dict.fromkeys(helpers, 0)
+
+
+@pytest.mark.parametrize(
+    ("n", "distinct", "span"),
+    [(0, 1, 4), (1, 1, 4), (5000, 1, 12), (5000, 3, 12), (5000, 64, 100), (5000, 65, 100), (5000, 5, 1 << 17)],
+)
+def test_threads_are_told_apart_as_np_unique_does(n, distinct, span):
+    """unique_few (a count per key, not a sort) gives np.unique's keys, first events and inverse,
+    for a handful of threads and past the handful where it sorts instead."""
+    rng = np.random.default_rng(n + distinct + span)
+    values = rng.choice(span, size=distinct, replace=False)
+    key = values[rng.integers(0, distinct, size=n)]
+    got = trace_module.unique_few(key, span)
+    want = np.unique(key, return_index=True, return_inverse=True)
+    for g, w in zip(got, want, strict=True):
+        assert g.tolist() == w.reshape(-1).tolist()

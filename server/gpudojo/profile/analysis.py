@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from .trace import (
     Source,
     TraceTooLarge,
     WindowIndex,
+    collector_paused,
     load_events,
     merge,
     read_args,
@@ -175,6 +176,9 @@ class Profile:
     lane_main: np.ndarray
     lane_stream: np.ndarray
     end: np.ndarray  # per event
+    # per (rank, where): which events are on those lanes, None where every event is (see mask)
+    on_lanes: dict[tuple[int | None, str | None], np.ndarray | None] = field(default_factory=dict)
+    event_flags: dict[str, np.ndarray] = field(default_factory=dict)  # see per_event
 
     @classmethod
     def of(cls, ev: Events) -> Profile:
@@ -201,17 +205,33 @@ class Profile:
         """Events of a category, on a rank, on its 'main' thread, its 'host' threads or its
         'device' streams."""
         ev = self.ev
-        m = np.ones(len(ev.ts), dtype=bool) if cat is None else ev.cat == ev.cat_id(cat)
-        lanes = np.ones(len(ev.lanes), dtype=bool)
-        if rank is not None:
-            lanes &= self.lane_rank == rank
-        if where == "main":
-            lanes &= self.lane_main
-        elif where == "host":
-            lanes &= ~self.lane_stream
-        elif where == "device":
-            lanes &= self.lane_stream
-        return m & lanes[ev.lane]
+        if (rank, where) not in self.on_lanes:  # a lane flag per event, worked out once per question
+            lanes = np.ones(len(ev.lanes), dtype=bool)
+            if rank is not None:
+                lanes &= self.lane_rank == rank
+            if where == "main":
+                lanes &= self.lane_main
+            elif where == "host":
+                lanes &= ~self.lane_stream
+            elif where == "device":
+                lanes &= self.lane_stream
+            self.on_lanes[rank, where] = None if lanes.all() else lanes[ev.lane]
+        on = self.on_lanes[rank, where]
+        if cat is None:
+            return np.ones(len(ev.ts), dtype=bool) if on is None else on.copy()
+        m = ev.cat == ev.cat_id(cat)
+        if on is not None:
+            m &= on
+        return m
+
+    def per_event(self, flag: str) -> np.ndarray:
+        """Each event's per-name ``flag`` ('is_step', 'is_comm', 'is_sync', 'is_loader'), looked
+        up once for every analysis that asks (read-only: it is shared)."""
+        got = self.event_flags.get(flag)
+        if got is None:
+            got = self.event_flags[flag] = getattr(self, flag)[self.ev.name]
+            got.flags.writeable = False
+        return got
 
     def device_work(self, rank: int) -> np.ndarray:
         ids = [self.ev.cat_id(c) for c in ("kernel", "gpu_memcpy", "gpu_memset")]
@@ -242,7 +262,7 @@ class Steps:
 def steps_of(p: Profile, rank: int) -> Steps:
     """ProfilerStep#N spans of the rank's main thread, else the whole trace as one step."""
     ev = p.ev
-    m = p.mask(rank=rank, where="main") & p.is_step[ev.name]
+    m = p.mask(rank=rank, where="main") & p.per_event("is_step")
     m &= np.isin(ev.cat, [ev.cat_id("user_annotation"), ev.cat_id("cpu_op")])
     idx = np.flatnonzero(m)
     if len(idx):
@@ -265,10 +285,10 @@ def category_masks(p: Profile, rank: int) -> dict[str, np.ndarray]:
     ev = p.ev
     main = p.mask(rank=rank, where="main")
     host = p.mask(rank=rank, where="host")
-    comm = p.is_comm[ev.name]
+    comm = p.per_event("is_comm")
     masks = {
-        "data_loading": main & p.is_loader[ev.name],
-        "sync": main & p.is_sync[ev.name],
+        "data_loading": main & p.per_event("is_loader"),
+        "sync": main & p.per_event("is_sync"),
     }
     if p.gpu:
         device = p.device_work(rank)
@@ -281,11 +301,11 @@ def category_masks(p: Profile, rank: int) -> dict[str, np.ndarray]:
     else:
         masks["communication"] = host & comm
         masks["memcpy"] = np.zeros(len(ev.ts), dtype=bool)
-        masks["compute"] = main & (ev.cat == ev.cat_id("cpu_op")) & ~comm & ~p.is_step[ev.name]
+        masks["compute"] = main & (ev.cat == ev.cat_id("cpu_op")) & ~comm & ~p.per_event("is_step")
     return masks
 
 
-def breakdown(p: Profile, rank: int, steps: Steps) -> list[list[dict[str, Any]]]:
+def breakdown(p: Profile, rank: int, steps: Steps) -> tuple[list[list[dict[str, Any]]], dict[str, float]]:
     """Per step, each category's time (us), adding up to the step's duration: each instant
     goes to the first category by priority that covers it, idle to none."""
     masks = category_masks(p, rank)
@@ -302,7 +322,10 @@ def breakdown(p: Profile, rank: int, steps: Steps) -> list[list[dict[str, Any]]]
         times[cat] = np.maximum(inside - before, 0.0)
         before = inside
     times["idle"] = np.maximum((steps.end - steps.start) - before, 0.0)
-    return [[{"category": c, "us": float(times[c][i])} for c in CATEGORIES] for i in range(n)]
+    # rounded as _rounded would (a summary of thousands of steps is not walked again for them)
+    per_cat = [(c, [round(us, 3) for us in times[c].tolist()]) for c in CATEGORIES]
+    means = {c: float(np.mean(times[c])) for c in CATEGORIES}
+    return [[{"category": c, "us": us[i]} for c, us in per_cat] for i in range(n)], means
 
 
 # ---------------------------------------------------------------- operators and kernels
@@ -310,7 +333,10 @@ def breakdown(p: Profile, rank: int, steps: Steps) -> list[list[dict[str, Any]]]
 
 def in_span(p: Profile, rank: int, span: tuple[float, float]) -> np.ndarray:
     ev = p.ev
-    return (p.lane_rank[ev.lane] == rank) & (ev.ts >= span[0]) & (ev.ts <= span[1])
+    m = p.mask(rank=rank)
+    m &= ev.ts >= span[0]
+    m &= ev.ts <= span[1]
+    return m
 
 
 def launches(p: Profile, rank: int) -> tuple[np.ndarray, np.ndarray]:
@@ -335,7 +361,7 @@ def top_ops(p: Profile, rank: int, span: tuple[float, float]) -> tuple[list[dict
     Also the full table (every op name) for diffs."""
     ev = p.ev
     n_names = len(ev.names)
-    ops = in_span(p, rank, span) & (ev.cat == ev.cat_id("cpu_op")) & ~p.is_step[ev.name]
+    ops = in_span(p, rank, span) & (ev.cat == ev.cat_id("cpu_op")) & ~p.per_event("is_step")
     has_parent = ev.parent >= 0
     children = np.bincount(ev.parent[has_parent], weights=ev.dur[has_parent], minlength=len(ev.ts))
     self_time = np.maximum(ev.dur - children, 0.0)
@@ -394,7 +420,7 @@ def _device_time_by_op(p: Profile, rank: int, span: tuple[float, float]) -> tupl
     # A launch may start more than one device activity: weigh each launch once.
     calls, at = np.unique(host[keep], return_inverse=True)
     weight = np.bincount(at, weights=ev.dur[device[keep]], minlength=len(calls))
-    ops = np.flatnonzero(p.mask("cpu_op", rank, "host") & ~p.is_step[ev.name])
+    ops = np.flatnonzero(p.mask("cpu_op", rank, "host") & ~p.per_event("is_step"))
     for w, around in zip(weight.tolist(), _enclosing(ev, ops, calls), strict=True):
         if around:
             dev_self[ev.name[around[-1]]] += w
@@ -508,7 +534,7 @@ def syncs(p: Profile, rank: int, span: tuple[float, float], n_steps: int) -> lis
     (cudaStreamSynchronize, cudaMemcpy) is named with the op that made it, e.g.
     'aten::to (cudaStreamSynchronize)' for a .cpu()."""
     ev = p.ev
-    cands = np.flatnonzero(in_span(p, rank, span) & p.mask(rank=rank, where="main") & p.is_sync[ev.name])
+    cands = np.flatnonzero(in_span(p, rank, span) & p.mask(rank=rank, where="main") & p.per_event("is_sync"))
     python, cpu_op = ev.cat_id("python_function"), ev.cat_id("cpu_op")
     sites: dict[tuple[str, str], list[float]] = {}
     frame_of: dict[int, str] = {}
@@ -570,7 +596,7 @@ def overlap(p: Profile, rank: int, span: tuple[float, float]) -> dict[str, Any] 
         if (comm_m & ~on_main).any():
             main_comm = p.segments(comm_m & on_main)
             comm_m = comm_m & ~on_main
-        comp_m = p.mask("cpu_op", rank, "main") & ~p.is_step[p.ev.name]
+        comp_m = p.mask("cpu_op", rank, "main") & ~p.per_event("is_step")
     comm, comp = p.segments(comm_m), p.segments(comp_m)
     comm_us = measure(comm, *span)
     if comm_us <= 0:
@@ -925,12 +951,12 @@ def analyse(p: Profile, sources: list[tuple[Path, int]]) -> tuple[dict[str, Any]
     notes: list[str] = []
     steps = steps_of(p, rank)
     span = steps.span
-    per_step = breakdown(p, rank, steps)
-    step_rows = [
-        {"step": n, "start_us": float(s), "dur_us": float(e - s), "breakdown": b}
-        for n, s, e, b in zip(steps.numbers, steps.start, steps.end, per_step, strict=True)
+    per_step, means = breakdown(p, rank, steps)
+    step_rows = [  # rounded here, as _rounded would: it is not walked again below
+        {"step": n, "start_us": round(s, 3), "dur_us": round(e - s, 3), "breakdown": b}
+        for n, s, e, b in zip(steps.numbers, steps.start.tolist(), steps.end.tolist(), per_step, strict=True)
     ]
-    mean_bd = [{"category": c, "us": float(np.mean([b[i]["us"] for b in per_step]))} for i, c in enumerate(CATEGORIES)]
+    mean_bd = [{"category": c, "us": means[c]} for c in CATEGORIES]
     ops, op_table = top_ops(p, rank, span)
     kernel_rows, launch = kernels(p, rank, span, len(steps)) if p.gpu else ([], None)
     summary: dict[str, Any] = {
@@ -975,22 +1001,34 @@ def analyse(p: Profile, sources: list[tuple[Path, int]]) -> tuple[dict[str, Any]
                 f"Holistic Trace Analysis was not run: a rank's trace holds {biggest:,} events, and HTA's own "
                 f"parser takes minutes and gigabytes at that size (over {HTA_MAX_EVENTS:,}); gpudojo computed it all."
             )
-    loader_names = sorted({ev.names[n] for n in np.unique(ev.name[p.is_loader[ev.name]])})
-    top_level = in_span(p, rank, span) & p.mask("cpu_op", rank, "main") & ~p.is_step[ev.name]
+    loader_names = sorted({ev.names[n] for n in np.unique(ev.name[p.per_event("is_loader")])})
+    top_level = in_span(p, rank, span) & p.mask("cpu_op", rank, "main") & ~p.per_event("is_step")
     top_level &= (ev.parent < 0) | ~np.isin(ev.cat[np.maximum(ev.parent, 0)], [ev.cat_id("cpu_op")])
     summary["findings"] = findings(summary, p, loader_names, ev.dur[top_level])
-    return _rounded(summary), {**op_table, "n_steps": np.array([len(steps)])}
+    kept, summary["steps"] = summary["steps"], []  # rounded already: not walked again
+    rounded = _rounded(summary)
+    rounded["steps"] = kept
+    return rounded, {**op_table, "n_steps": np.array([len(steps)])}
+
+
+_LEAVES = (str, int, bool, type(None))
 
 
 def _rounded(value: Any, key: str = "") -> Any:
     """Floats to the trace's own resolution (ns; shares to 0.01%), so that float64 noise of
-    microsecond timestamps around 1e12 does not show."""
+    microsecond timestamps around 1e12 does not show. A float, string or integer inside a dict
+    or list is dealt with where it stands, not in a call of its own (a summary holds tens of
+    thousands)."""
     if isinstance(value, float):
         return round(value, 4 if key == "share" else 3)
     if isinstance(value, dict):
-        return {k: _rounded(v, k) for k, v in value.items()}
+        return {
+            k: (round(v, 4 if k == "share" else 3) if type(v) is float else v if type(v) in _LEAVES else _rounded(v, k))
+            for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [_rounded(v, key) for v in value]
+        digits = 4 if key == "share" else 3
+        return [round(v, digits) if type(v) is float else v if type(v) in _LEAVES else _rounded(v, key) for v in value]
     return value
 
 
@@ -1009,38 +1047,39 @@ def write_analysis(
     summary.json is removed first and written last, by rename: a folder holding one is
     complete, whatever happened to the process writing it."""
     t0 = time.perf_counter()
-    progress = on_progress or (lambda phase, fraction: None)
-    read: list[Source] = []
-    for i, path in enumerate(sources):
-        path = Path(path)
+    with collector_paused():  # the summary's rows by the ten thousand: see collector_paused
+        progress = on_progress or (lambda phase, fraction: None)
+        read: list[Source] = []
+        for i, path in enumerate(sources):
+            path = Path(path)
 
-        def scaled(phase: str, fraction: float | None, i: int = i) -> None:
-            progress(phase, None if fraction is None else (i + fraction) / len(sources))
+            def scaled(phase: str, fraction: float | None, i: int = i) -> None:
+                progress(phase, None if fraction is None else (i + fraction) / len(sources))
 
-        columns = read_trace(path, scaled, max_inflated_bytes)
-        read.append(Source(path, _rank_of(path, columns.meta), columns))
-        del columns  # held by its Source only: merge frees each column as it takes it
-    progress("analysing", None)
-    renamed = _distinct_ranks(read)
-    ev = merge(read)
-    located = [(s.path, s.rank) for s in read]
-    skipped = sum(s.columns.skipped for s in read)
-    unmatched = sum(s.columns.unmatched for s in read)
-    del read  # the columns live on in ev
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "summary.json").unlink(missing_ok=True)
-    # The index goes to disk while the analysis runs (NumPy and file writes let go of the GIL).
-    with ThreadPoolExecutor(1) as pool:
-        saving = pool.submit(save_events, ev, folder)
-        summary, ops = analyse(Profile.of(ev), located)
-        progress("indexing", None)
-        saving.result()
-    save_arrays(folder / "ops.npz", ops)
-    summary["notes"] += renamed
-    if skipped:
-        summary["notes"].append(f"{skipped} events without a usable ts, dur or name were skipped.")
-    if unmatched:
-        summary["notes"].append(f"{unmatched} B/E events had no other half and were left out.")
+            columns = read_trace(path, scaled, max_inflated_bytes)
+            read.append(Source(path, _rank_of(path, columns.meta), columns))
+            del columns  # held by its Source only: merge frees each column as it takes it
+        progress("analysing", None)
+        renamed = _distinct_ranks(read)
+        ev = merge(read)
+        located = [(s.path, s.rank) for s in read]
+        skipped = sum(s.columns.skipped for s in read)
+        unmatched = sum(s.columns.unmatched for s in read)
+        del read  # the columns live on in ev
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "summary.json").unlink(missing_ok=True)
+        # The index goes to disk while the analysis runs (NumPy and file writes let go of the GIL).
+        with ThreadPoolExecutor(1) as pool:
+            saving = pool.submit(save_events, ev, folder)
+            summary, ops = analyse(Profile.of(ev), located)
+            progress("indexing", None)
+            saving.result()
+        save_arrays(folder / "ops.npz", ops)
+        summary["notes"] += renamed
+        if skipped:
+            summary["notes"].append(f"{skipped} events without a usable ts, dur or name were skipped.")
+        if unmatched:
+            summary["notes"].append(f"{unmatched} B/E events had no other half and were left out.")
     summary["analysis_ms"] = (time.perf_counter() - t0) * 1000
     text = json.dumps(summary)
     if len(text) > MAX_KEPT_JSON_BYTES:

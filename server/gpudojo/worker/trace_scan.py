@@ -31,6 +31,10 @@ from typing import Any, BinaryIO
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import intrinsic
 
 # Interned-string namespaces.
 NS_NAME, NS_CAT, NS_PID, NS_TID, NS_DIMS, NS_COUNT = 0, 1, 2, 3, 4, 5
@@ -66,6 +70,82 @@ MAX_DEPTH = 256
 # scratch arrays, so it keeps the runtime.
 _no_refcounts = numba.njit(cache=True, _nrt=False)
 
+
+@intrinsic
+def _load8(typingctx, a, i):
+    """The 8 bytes a[i:i+8] as one little-endian uint64, in one unaligned load (the caller
+    checks i + 8 <= len(a): nothing is checked here). Reading a word at a time is what makes
+    the string, hash and copy loops below cheap: a byte loop pays a compare and a branch per
+    byte, and a mispredicted exit at every string's end."""
+    if not (isinstance(a, types.Array) and a.dtype == types.uint8 and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        at = builder.gep(data, [context.cast(builder, args[1], sig.args[1], types.intp)])
+        return builder.load(builder.bitcast(at, ir.IntType(64).as_pointer()), align=1)
+
+    return types.uint64(a, i), codegen
+
+
+@intrinsic
+def _store8(typingctx, a, i, w):
+    """a[i:i+8] = the uint64 w's 8 bytes (little-endian), one unaligned store; unchecked."""
+    if not (isinstance(a, types.Array) and a.dtype == types.uint8 and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        at = builder.gep(data, [context.cast(builder, args[1], sig.args[1], types.intp)])
+        value = context.cast(builder, args[2], sig.args[2], types.uint64)
+        builder.store(value, builder.bitcast(at, ir.IntType(64).as_pointer()), align=1)
+        return context.get_dummy_value()
+
+    return types.none(a, i, w), codegen
+
+
+ONES = np.uint64(0x0101010101010101)
+HIGHS = np.uint64(0x8080808080808080)
+QUOTES = np.uint64(0x2222222222222222)
+BACKSLASHES = np.uint64(0x5C5C5C5C5C5C5C5C)
+SPACES = np.uint64(0x2020202020202020)
+
+
+@_no_refcounts
+def _word(b, p, k):
+    """b[p:p+k] (k from 1 to 8) as a little-endian uint64, the bytes past k zero."""
+    if p + 8 <= b.shape[0]:
+        w = _load8(b, p)
+        if k < 8:
+            w &= (np.uint64(1) << np.uint64(8 * k)) - np.uint64(1)
+        return w
+    w = np.uint64(0)
+    for j in range(k):
+        w |= np.uint64(b[p + j]) << np.uint64(8 * j)
+    return w
+
+
+def _key(text: bytes) -> np.uint64:
+    """A key of up to 8 bytes as _word reads it: an event's keys are told apart by one compare
+    each. Zero bytes pad it, and a JSON string holds no raw zero byte, so no longer or shorter
+    key reads as the same number."""
+    return np.uint64(int.from_bytes(text, "little"))
+
+
+K_PH, K_TS, K_DUR, K_NAME, K_CAT = _key(b"ph"), _key(b"ts"), _key(b"dur"), _key(b"name"), _key(b"cat")
+K_PID, K_TID, K_ARGS = _key(b"pid"), _key(b"tid"), _key(b"args")
+
+
+@_no_refcounts
+def _special(w):
+    """The high bit of each byte of w that a string's fast path stops at ('"', '\\', a control
+    character, a byte past ASCII): the lowest one marks the first such byte exactly (the
+    borrows of the subtractions only mark bytes above a marked one)."""
+    q = w ^ QUOTES
+    s = w ^ BACKSLASHES
+    return (((q - ONES) & ~q) | ((s - ONES) & ~s) | ((w - SPACES) & ~w) | w) & HIGHS
+
+
 POW10 = np.array([10.0**k for k in range(23)])
 PYTHON_FUNCTION = (112, 121, 116, 104, 111, 110, 95, 102, 117, 110, 99, 116, 105, 111, 110)
 INCOMPLETE = -1
@@ -89,6 +169,12 @@ def _string_end(b, p, n):
     """b[p] is '"': the position after the closing quote, INCOMPLETE or INVALID (control
     character, bad escape, bad UTF-8)."""
     p += 1
+    while p + 8 <= n:  # a word at a time up to the first byte that needs a look
+        m = _special(_load8(b, p))
+        if m != 0:
+            p += trailing_zeros(m) >> 3
+            break
+        p += 8
     while p < n:
         c = b[p]
         if c > 34 and c != 92 and c < 128:  # the common byte: nothing to check
@@ -437,7 +523,16 @@ def _args_end(b, p, n, scratch, stack, found):
 
 @_no_refcounts
 def _copy(b, a, k, out, o):
-    """b[a:a+k] into out[o:]; the new end."""
+    """b[a:a+k] into out[o:]; the new end. A word at a time where both arrays hold the words (the
+    last word overlaps the one before it rather than a byte loop finishing the tail)."""
+    if k >= 8 and a + k <= b.shape[0] and o + k <= out.shape[0]:
+        j = 0
+        while j + 8 <= k:
+            _store8(out, o + j, _load8(b, a + j))
+            j += 8
+        if j < k:
+            _store8(out, o + k - 8, _load8(b, a + k - 8))
+        return o + k
     for j in range(k):
         out[o + j] = b[a + j]
     return o + k
@@ -602,8 +697,10 @@ def _args_min(b, p, n, scratch, stack, found, out, o):
 
 @_no_refcounts
 def _has_escape(b, p, k):
-    for j in range(p, p + k):  # noqa: SIM110 (numba compiles no generator into any())
-        if b[j] == 92:
+    """Whether b[p:p+k] holds a backslash, a word at a time."""
+    for j in range(0, k, 8):
+        w = _word(b, p + j, min(8, k - j)) ^ BACKSLASHES  # a backslash is a zero byte now
+        if ((w - ONES) & ~w & HIGHS) != 0:
             return True
     return False
 
@@ -619,39 +716,59 @@ def _eq(b, p, n, word):
     return True
 
 
+MIX = np.uint64(0x9E3779B97F4A7C15)
+MIX2 = np.uint64(0xBF58476D1CE4E5B9)
+
+
+@_no_refcounts
+def _same(a, ao, b, bo, k):
+    """Whether a[ao:ao+k] and b[bo:bo+k] hold the same bytes, compared a word at a time."""
+    for j in range(0, k, 8):
+        m = min(8, k - j)
+        if _word(a, ao + j, m) != _word(b, bo + j, m):
+            return False
+    return True
+
+
 @_no_refcounts
 def _intern(b, p, k, ns, slots, ent_off, ent_len, ent_ns, ent_id, ent_hash, store, state, ns_count):
     """The id (per namespace, in order of first appearance) of the bytes b[p:p+k]; new ones are
-    copied into ``store``. The caller has made room (GROW) beforehand."""
-    h = np.uint64(14695981039346656037) ^ np.uint64(ns)
-    for j in range(k):
-        h = (h ^ np.uint64(b[p + j])) * np.uint64(1099511628211)
+    copied into ``store``. The caller has made room (GROW) beforehand. ns_count[ns] counts a
+    namespace's ids, ns_count[NS_COUNT + ns] is its last entry + 1 (0: none yet).
+
+    Most events repeat the one before them in every namespace but the name (one pid, one tid,
+    runs of one category): the last entry is compared first, a word or two. Otherwise the
+    bytes are hashed and compared a word at a time, a multiply per 8 bytes; the final shifts
+    bring the high bits, where a multiply carries what it mixed, down to the slot's."""
+    last = ns_count[NS_COUNT + ns] - 1
+    if last >= 0 and ent_len[last] == k and _same(store, ent_off[last], b, p, k):
+        return ent_id[last]
+    h = (np.uint64(ns) + np.uint64(1)) * MIX ^ np.uint64(k)
+    for j in range(0, k, 8):
+        h = (h ^ _word(b, p + j, min(8, k - j))) * MIX2
+    h ^= h >> np.uint64(31)
+    h *= MIX
+    h ^= h >> np.uint64(29)
     mask = slots.shape[0] - 1
     at = np.int64(h & np.uint64(mask))
     while True:
         e = slots[at]
         if e < 0:
             break
-        if ent_hash[e] == h and ent_ns[e] == ns and ent_len[e] == k:
-            o = ent_off[e]
-            same = True
-            for j in range(k):
-                if store[o + j] != b[p + j]:
-                    same = False
-                    break
-            if same:
-                return ent_id[e]
+        if ent_hash[e] == h and ent_ns[e] == ns and ent_len[e] == k and _same(store, ent_off[e], b, p, k):
+            ns_count[NS_COUNT + ns] = e + 1
+            return ent_id[e]
         at = (at + 1) & mask
     e = state[S_ENT]
     o = state[S_STORE]
-    for j in range(k):
-        store[o + j] = b[p + j]
+    _copy(b, p, k, store, o)
     ent_off[e] = o
     ent_len[e] = k
     ent_ns[e] = ns
     ent_hash[e] = h
     ent_id[e] = ns_count[ns]
     ns_count[ns] += 1
+    ns_count[NS_COUNT + ns] = e + 1
     slots[at] = e
     state[S_ENT] = e + 1
     state[S_STORE] = o + k
@@ -737,6 +854,9 @@ def scan(
     scratch = np.zeros(3)
     stack = np.empty(MAX_DEPTH, np.int8)
     found = np.zeros(4, np.int64)
+    field_at = np.empty(NS_COUNT, np.int64)
+    field_len = np.empty(NS_COUNT, np.int64)
+    field_id = np.empty(NS_COUNT, np.int64)
     pos = state[S_POS]
     mode = state[S_MODE]
     while True:
@@ -914,6 +1034,7 @@ def scan(
             if _has_escape(b, k0, kn):  # a key spelled with an escape: orjson reads it
                 bad = 2
                 break
+            kw = _word(b, k0, kn) if kn <= 8 else np.uint64(0)  # the key as a number (see K_TS)
             v = _skip_ws(b, q, n)
             if v >= n:
                 bad = 4
@@ -926,7 +1047,7 @@ def scan(
                 bad = 4
                 break
             c = b[v]
-            if c == 123 and kn == 4 and _eq(b, k0, kn, (97, 114, 103, 115)):
+            if c == 123 and kw == K_ARGS:
                 # args: its members walked once (validated, correlation and Input Dims found)
                 # and, unless the event is already known to be a python_function's (whose args
                 # are not kept), copied minified to args_buf[state[S_ARGS]:] in the same walk;
@@ -944,53 +1065,52 @@ def scan(
                 if found[3] != 0:
                     bad = 2
                     break
-            elif (c == 45 or 48 <= c <= 57) and (
-                (kn == 2 and _eq(b, k0, kn, (116, 115))) or (kn == 3 and _eq(b, k0, kn, (100, 117, 114)))
-            ):  # ts or dur: parsed once, its value left in scratch
+            elif (c == 45 or 48 <= c <= 57) and (kw == K_TS or kw == K_DUR):  # noqa: SIM109 (plain compares)
+                # ts or dur: parsed once, its value left in scratch
                 e = _number(b, v, n, scratch)
             else:
                 e = _value_end(b, v, n, scratch, stack)
             if e < 0:
                 bad = 1 if e == INVALID else 4
                 break
-            if c == 123 and kn == 4:
-                pass
-            elif kn == 2 and _eq(b, k0, kn, (112, 104)):  # ph
+            if c == 123 and kw == K_ARGS:
+                pass  # read above
+            elif kw == K_PH:
                 ph = b[v + 1] if (c == 34 and e - v == 3) else 0
-            elif kn == 4 and _eq(b, k0, kn, (110, 97, 109, 101)):  # name
+            elif kw == K_NAME:
                 if c == 34:
                     name_at, name_len, name_bad = v + 1, e - v - 2, False
                 else:
                     name_at, name_bad = v, True
-            elif kn == 3 and _eq(b, k0, kn, (99, 97, 116)):  # cat
+            elif kw == K_CAT:
                 if c == 34:
                     cat_at, cat_len = v + 1, e - v - 2
                 else:
                     bad = 2
                     break
-            elif kn == 2 and _eq(b, k0, kn, (116, 115)):  # ts
+            elif kw == K_TS:
                 if c == 45 or 48 <= c <= 57:  # scratch holds its value (read above)
                     ts_kind = 1 if scratch[1] == 1.0 else 2
                     ts_v, ts_at, ts_len = scratch[0], v, e - v
                 else:
                     ts_kind = 3
-            elif kn == 3 and _eq(b, k0, kn, (100, 117, 114)):  # dur
+            elif kw == K_DUR:
                 if c == 45 or 48 <= c <= 57:
                     dur_kind = 1 if scratch[1] == 1.0 else 2
                     dur_v, dur_at, dur_len = scratch[0], v, e - v
                 else:
                     dur_kind = 3
-            elif kn == 3 and _eq(b, k0, kn, (112, 105, 100)):  # pid
+            elif kw == K_PID:
                 if c == 123 or c == 91:
                     bad = 2
                     break
                 pid_at, pid_len = v, e - v
-            elif kn == 3 and _eq(b, k0, kn, (116, 105, 100)):  # tid
+            elif kw == K_TID:
                 if c == 123 or c == 91:
                     bad = 2
                     break
                 tid_at, tid_len = v, e - v
-            elif kn == 4 and _eq(b, k0, kn, (97, 114, 103, 115)):  # args
+            elif kw == K_ARGS:  # not an object
                 corr, dims_at, dims_len = -1, -1, 0
                 args_at, args_end, args_odd = -1, -1, False
                 falsy = c == 110 or c == 102 or (c == 34 and e - v == 2) or (c == 48 and e - v == 1)
@@ -1045,38 +1165,40 @@ def scan(
             return R_BAD
         ev_ts[ev] = ts_v
         ev_dur[ev] = dur_v
-        ev_name[ev] = _intern(
-            b, name_at, name_len, NS_NAME, slots, ent_off, ent_len, ent_ns, ent_id, ent_hash, store, state, ns_count
-        )
-        ev_cat[ev] = (
-            -1
-            if cat_at < 0
-            else _intern(
-                b, cat_at, cat_len, NS_CAT, slots, ent_off, ent_len, ent_ns, ent_id, ent_hash, store, state, ns_count
+        # the five interned fields in one loop (their namespaces are 0 to 4, in this order):
+        # one inlined copy of _intern, not five, keeps the event loop small enough for the
+        # registers
+        field_at[NS_NAME], field_len[NS_NAME] = name_at, name_len
+        field_at[NS_CAT], field_len[NS_CAT] = cat_at, cat_len
+        field_at[NS_PID], field_len[NS_PID] = pid_at, pid_len
+        field_at[NS_TID], field_len[NS_TID] = tid_at, tid_len
+        field_at[NS_DIMS], field_len[NS_DIMS] = dims_at, dims_len
+        for ns in range(NS_COUNT):
+            field_id[ns] = (
+                -1
+                if field_at[ns] < 0
+                else _intern(
+                    b,
+                    field_at[ns],
+                    field_len[ns],
+                    ns,
+                    slots,
+                    ent_off,
+                    ent_len,
+                    ent_ns,
+                    ent_id,
+                    ent_hash,
+                    store,
+                    state,
+                    ns_count,
+                )
             )
-        )
-        ev_pid[ev] = (
-            -1
-            if pid_at < 0
-            else _intern(
-                b, pid_at, pid_len, NS_PID, slots, ent_off, ent_len, ent_ns, ent_id, ent_hash, store, state, ns_count
-            )
-        )
-        ev_tid[ev] = (
-            -1
-            if tid_at < 0
-            else _intern(
-                b, tid_at, tid_len, NS_TID, slots, ent_off, ent_len, ent_ns, ent_id, ent_hash, store, state, ns_count
-            )
-        )
+        ev_name[ev] = field_id[NS_NAME]
+        ev_cat[ev] = field_id[NS_CAT]
+        ev_pid[ev] = field_id[NS_PID]
+        ev_tid[ev] = field_id[NS_TID]
+        ev_dims[ev] = field_id[NS_DIMS]
         ev_corr[ev] = corr
-        ev_dims[ev] = (
-            -1
-            if dims_at < 0
-            else _intern(
-                b, dims_at, dims_len, NS_DIMS, slots, ent_off, ent_len, ent_ns, ent_id, ent_hash, store, state, ns_count
-            )
-        )
         alen = 0
         if args_at >= 0 and amin < 0:  # not copied as it was walked (a cat after it said python)
             amin = _minify(b, args_at, args_end, args_buf, state[S_ARGS]) - state[S_ARGS]
@@ -1151,7 +1273,7 @@ class _Tables:
         # bytes kept are at most the bytes read): np.empty of that size only reserves address
         # space, and only what the scan writes takes memory, so nothing is grown and copied.
         self.state = np.zeros(N_STATE, np.int64)
-        self.ns_count = np.zeros(NS_COUNT, np.int64)
+        self.ns_count = np.zeros(2 * NS_COUNT, np.int64)  # see _intern
         self.ev = {k: np.empty(max(total // 20, 1024), t) for k, t in _EVENT_ARRAYS}
         self.args = np.empty(max(total, 1 << 20), np.uint8)
         self.slots = np.full(1 << 12, -1, np.int64)
@@ -1346,7 +1468,8 @@ def scan_file(
     workers: int = 2,
     args_files: Callable[[], Any] | None = None,
     parts_per_worker: int | None = None,
-) -> list[Scanned]:
+    each: Callable[[Scanned], Any] | None = None,
+) -> list[Any]:
     """A plain (not gzipped) trace file, scanned by ``workers`` threads at once (the compiled
     scan lets go of the GIL) where it is big enough; each part's Scanned in order.
 
@@ -1359,10 +1482,16 @@ def scan_file(
     The parts are cut where the bytes look like the gap between two events ('}', ',', '{');
     a cut that is not one (inside a string) shows when the part before it does not end exactly
     there, and the file is then scanned in one piece. ``args_files`` makes each part's
-    args_file (see scan_stream)."""
+    args_file (see scan_stream).
+
+    ``each`` (a Scanned -> anything) is applied to each part in order in the calling thread as
+    soon as that part and those before it are scanned, while the threads scan the rest: a part
+    is turned into columns in the time the scan would leave a core idle at its end, and its
+    tables are freed before the last part is scanned. The list holds what it returned."""
     path = Path(path)
     total = path.stat().st_size
     per = PARTS_PER_WORKER if parts_per_worker is None else parts_per_worker
+    convert: Callable[[Scanned], Any] = each if each is not None else (lambda scanned: scanned)
     cuts = _cuts(path, total, workers * per) if workers > 1 and total >= SPLIT_MIN_BYTES else []
     read = [0] * (len(cuts) + 1)
     lock = threading.Lock()  # the parts' threads report in turn: a caller may write lines to a pipe
@@ -1392,14 +1521,22 @@ def scan_file(
 
         pool = ThreadPoolExecutor(min(workers, len(bounds) - 1))
         try:
-            futures = [pool.submit(part, i) for i in range(len(bounds) - 1)]
-            return [f.result() for f in futures]
+            futures: list[Any] = [pool.submit(part, i) for i in range(len(bounds) - 1)]
+            done = []
+            for i in range(len(futures)):
+                scanned = futures[i].result()
+                futures[i] = None  # the future held the part's tables
+                done.append(convert(scanned))
+                del scanned  # gone once converted
+            return done
         except ScanStopped:
             pass  # a cut inside a string, or the file is not for this reader: one piece
         finally:
             pool.shutdown(cancel_futures=True)  # the parts not begun are not scanned for nothing
     with path.open("rb") as f:
-        return [scan_stream(f, total, lambda n: progress(0, n), args_file=args_files() if args_files else None)]
+        return [
+            convert(scan_stream(f, total, lambda n: progress(0, n), args_file=args_files() if args_files else None))
+        ]
 
 
 def _cuts(path: Path, total: int, parts: int) -> list[int]:
