@@ -5,7 +5,10 @@ once its budget is full."""
 
 from __future__ import annotations
 
+import platform
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -143,3 +146,22 @@ def test_server_rss_stays_flat_over_twenty_different_traces_and_captures(tmp_pat
     # server before this bound (an LRU of 4 by count only) grew 19.7-20.5 MiB over the same pairs.
     growth = max(curve[2:]) - curve[1]
     assert growth <= 10 * MIB, f"server RSS grew {growth / MIB:.1f} MiB after the warm-up"
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
+def test_the_analysis_worker_fixes_glibcs_mmap_threshold(tmp_path):
+    """The profile worker asks glibc for a fixed mmap threshold (16 MiB), in the worker's own
+    process, before anything else: left dynamic, an analysis's peak grew from one request to the
+    next (a 1M-event trace, 307 -> 371 MiB over six; bench/RESULTS.md)."""
+    probe = (
+        "import sys; from gpudojo.worker import profile_analyze as P\n"
+        "sys.argv = ['x', '--serve']\n"
+        "calls = []\n"
+        "steady = P._steady_allocator\n"
+        "P._steady_allocator = lambda: calls.append(('allocator', steady()))\n"
+        "P.serve = lambda: calls.append(('serve', None)) or 0\n"
+        "print(P.main(), calls)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "0 [('allocator', True), ('serve', None)]"
