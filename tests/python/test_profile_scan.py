@@ -94,7 +94,7 @@ def test_the_compiled_nesting_is_the_plain_one_on_ties_zero_durations_and_crossi
     ids=["rest-nests", "rest-crosses", "steps-overlap"],
 )
 def test_a_crossed_lane_puts_its_steps_on_top_and_the_rest_below(spans, rows, monkeypatch):
-    """The compiled crossed-lane rows (profile_rows.crossed_rows) and the plain ones agree, and
+    """The compiled crossed-lane rows (the lane's steps skipped in its own arrays) and the plain ones agree, and
     say what a person reads: no two overlapping spans on one row, steps above the rest."""
     ts = np.array([s[0] for s in spans], dtype=np.float64)
     dur = np.array([s[1] for s in spans], dtype=np.float64)
@@ -123,7 +123,7 @@ def test_the_compiled_walk_has_the_one_signature_its_warm_up_compiles(real_trace
     from gpudojo.worker import profile_rows
 
     profile_rows.warm_up()
-    walks = (profile_rows.open_spans, profile_rows.crossed_rows)
+    walks = (profile_rows.open_spans, profile_rows.lowest_free_rows)
     signatures = [list(walk.signatures) for walk in walks]
     write_analysis([real_trace], tmp_path / "a")
     ts, dur = np.array([0.0, 2.0, 3.0, 6.0]), np.array([5.0, 8.0, 1.0, 1.0])

@@ -9,15 +9,18 @@ import numpy as np
 
 
 @numba.njit(cache=True)
-def lowest_free_rows(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+def lowest_free_rows(ts: np.ndarray, end: np.ndarray, skip: np.ndarray) -> np.ndarray:
     """Each span (in start order, longest first) on the lowest row whose last span has ended
-    when it starts. Rows are few (the deepest nesting), so a scan of them per span is quicker
-    than a heap: a million spans take a few tens of milliseconds."""
+    when it starts; a ``skip`` span takes no row (0 is given). Rows are few (the deepest
+    nesting), so a scan of them per span is quicker than a heap: a million spans take a few
+    tens of milliseconds."""
     n = ts.shape[0]
-    rows = np.empty(n, np.int64)
+    rows = np.zeros(n, np.int64)
     row_end = np.empty(64, np.float64)
     used = 0
     for i in range(n):
+        if skip[i]:
+            continue
         t = ts[i]
         r = 0
         while r < used and row_end[r] > t:
@@ -34,14 +37,16 @@ def lowest_free_rows(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def open_spans(ts: np.ndarray, end: np.ndarray, lane: np.ndarray, lanes: int):
+def open_spans(ts: np.ndarray, end: np.ndarray, lane: np.ndarray, lanes: int, skip: np.ndarray):
     """For spans sorted by (lane, start, longest first), in one pass: how many earlier spans of
     the lane are still open when each starts (their ends are later than its start), the latest
     earlier span of the lane one level up (its parent where spans nest), and for each lane
     whether two spans given the same level overlap (the spans cross instead of nesting
     somewhere in it). A span that ends where a later one starts (a 0 µs aten::empty among
     them) is closed by then. The open spans' ends are kept sorted, the earliest on top, so
-    the spans a start closes come off the top; they are at most the deepest nesting."""
+    the spans a start closes come off the top; they are at most the deepest nesting. The
+    ``skip`` spans are left out (count 0, no parent): a crossed lane's spans below its steps
+    are counted without the steps, in the lane's own arrays."""
     n = ts.shape[0]
     counted = np.zeros(n, np.int64)
     parent = np.full(n, -1, np.int32)
@@ -53,6 +58,8 @@ def open_spans(ts: np.ndarray, end: np.ndarray, lane: np.ndarray, lanes: int):
         if i == 0 or lane[i] != lane[i - 1]:
             size = 0
             last[:] = -1
+        if skip[i]:
+            continue
         t = ts[i]
         while size > 0 and ends[size - 1] <= t:
             size -= 1
@@ -86,76 +93,7 @@ def open_spans(ts: np.ndarray, end: np.ndarray, lane: np.ndarray, lanes: int):
     return counted, parent, crossed
 
 
-@numba.njit(cache=True)
-def crossed_rows(ts: np.ndarray, end: np.ndarray, top: np.ndarray) -> np.ndarray:
-    """Rows for one lane whose spans cross (sorted by start, longest first): the ``top`` spans
-    (step annotations) on row 0, the others below them at 1 + their open-span count among the
-    others where those nest, or each on the lowest row free when it starts where they cross
-    too or the top spans overlap each other. What trace._crossed_rows does with masks and
-    copies of the lane's columns, here in two walks over them as they are."""
-    n = ts.shape[0]
-    rows = np.zeros(n, np.int64)
-    ends = np.empty(64, np.float64)
-    last = np.full(64, -1, np.int64)
-    size = 0
-    crossed = False
-    tops_overlap = False
-    top_end = 0.0
-    seen_top = False
-    for i in range(n):
-        t = ts[i]
-        if top[i]:
-            if seen_top and t < top_end:  # it starts before the previous top span ends
-                tops_overlap = True
-            top_end = end[i]
-            seen_top = True
-            continue
-        while size > 0 and ends[size - 1] <= t:
-            size -= 1
-        level = size
-        rows[i] = level + 1
-        if level == last.shape[0]:
-            grown = np.full(level * 2, -1, np.int64)
-            grown[:level] = last
-            last = grown
-        before = last[level]
-        if before >= 0 and t < end[before]:
-            crossed = True
-        last[level] = i
-        if size == ends.shape[0]:
-            grown_ends = np.empty(size * 2, np.float64)
-            grown_ends[:size] = ends
-            ends = grown_ends
-        e = end[i]
-        j = size
-        while j > 0 and ends[j - 1] < e:
-            ends[j] = ends[j - 1]
-            j -= 1
-        ends[j] = e
-        size += 1
-    if crossed or tops_overlap:  # as lowest_free_rows, over the spans that are not on top
-        row_end = np.empty(64, np.float64)
-        used = 0
-        for i in range(n):
-            if top[i]:
-                continue
-            t = ts[i]
-            r = 0
-            while r < used and row_end[r] > t:
-                r += 1
-            if r == used:
-                if used == row_end.shape[0]:
-                    grown_rows = np.empty(used * 2, np.float64)
-                    grown_rows[:used] = row_end
-                    row_end = grown_rows
-                used += 1
-            row_end[r] = end[i]
-            rows[i] = r + 1
-    return rows
-
-
 def warm_up() -> None:
     """Compile (the first time on a machine) or load the cached code."""
-    lowest_free_rows(np.zeros(2), np.ones(2))
-    open_spans(np.zeros(2), np.ones(2), np.zeros(2, np.int32), 1)
-    crossed_rows(np.zeros(2), np.ones(2), np.zeros(2, np.bool_))
+    lowest_free_rows(np.zeros(2), np.ones(2), np.zeros(2, np.bool_))
+    open_spans(np.zeros(2), np.ones(2), np.zeros(2, np.int32), 1, np.zeros(2, np.bool_))
