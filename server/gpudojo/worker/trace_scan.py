@@ -22,6 +22,7 @@ them.
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +36,9 @@ from llvmlite import ir
 from numba.core import types
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
+
+if sys.byteorder != "little":  # _load8 reads words as they lie in memory; _key and _word say little-endian
+    raise ImportError("the trace scanner reads words little-endian: orjson reads traces on this machine")
 
 # Interned-string namespaces.
 NS_NAME, NS_CAT, NS_PID, NS_TID, NS_DIMS, NS_COUNT = 0, 1, 2, 3, 4, 5
