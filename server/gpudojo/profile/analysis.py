@@ -1011,24 +1011,15 @@ def analyse(p: Profile, sources: list[tuple[Path, int]]) -> tuple[dict[str, Any]
     return rounded, {**op_table, "n_steps": np.array([len(steps)])}
 
 
-_LEAVES = (str, int, bool, type(None))
-
-
 def _rounded(value: Any, key: str = "") -> Any:
     """Floats to the trace's own resolution (ns; shares to 0.01%), so that float64 noise of
-    microsecond timestamps around 1e12 does not show. A float, string or integer inside a dict
-    or list is dealt with where it stands, not in a call of its own (a summary holds tens of
-    thousands)."""
+    microsecond timestamps around 1e12 does not show."""
     if isinstance(value, float):
         return round(value, 4 if key == "share" else 3)
     if isinstance(value, dict):
-        return {
-            k: (round(v, 4 if k == "share" else 3) if type(v) is float else v if type(v) in _LEAVES else _rounded(v, k))
-            for k, v in value.items()
-        }
+        return {k: _rounded(v, k) for k, v in value.items()}
     if isinstance(value, list):
-        digits = 4 if key == "share" else 3
-        return [round(v, digits) if type(v) is float else v if type(v) in _LEAVES else _rounded(v, key) for v in value]
+        return [_rounded(v, key) for v in value]
     return value
 
 

@@ -131,7 +131,7 @@ def _steady_allocator() -> bool:
     """Blocks of 16 MiB and more from the kernel (mmap), given back as soon as freed; smaller
     ones from glibc's heap. Left to itself glibc raises that threshold to each big block freed
     (up to 32 MiB) and keeps more of them in its heap: an analysis's peak then grew from one
-    request to the next (1M-event trace: 307 -> 371 MiB over six; 269-283 MiB fixed, no slower).
+    request to the next (1M-event trace: 307 -> 371 MiB over six; 269-293 MiB fixed, no slower).
     Whether it was set: nothing is where the C library is not glibc."""
     try:
         return ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
